@@ -1,0 +1,1 @@
+"""The Qt-free core: documents, commands, loading, layout, runs and export."""

@@ -1,0 +1,11 @@
+"""Where the bundled resources (examples, icons, stylesheets) live."""
+
+from pathlib import Path
+
+RESOURCES_DIR = Path(__file__).resolve().parent.parent / "resources"
+EXAMPLES_DIR = RESOURCES_DIR / "examples"
+
+
+def example_path(name: str) -> Path:
+    """Path of a built-in example model file, e.g. ``example_path("residual_cnn.py")``."""
+    return EXAMPLES_DIR / name
