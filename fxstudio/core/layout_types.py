@@ -48,6 +48,7 @@ class GroupBox:
     depth: int
     collapsed: bool = False
     members: int = 0
+    layer: int = -1  # the layer of a collapsed group's card; -1 for an expanded frame
 
 
 @dataclass
@@ -76,7 +77,7 @@ class Layout:
             "edges": [{"src": e.src, "dst": e.dst, "key": e.key, "points": [list(p) for p in e.points]} for e in self.edges],
             "groups": {
                 p: {"label": g.label, "x": g.x, "y": g.y, "w": g.w, "h": g.h, "depth": g.depth,
-                    "collapsed": g.collapsed, "members": g.members}
+                    "collapsed": g.collapsed, "members": g.members, "layer": g.layer}
                 for p, g in self.groups.items()
             },
         }

@@ -1,0 +1,121 @@
+"""Cost of the node-by-node comparison against plain forwards, on the residual CNN and the transformer.
+
+``python -m bench.bench_compare [--quick]``. For each model and batch size it measures, in the same
+process: a plain forward of the traced graph (the reference), the plain forwards of original and
+edited (what any output comparison runs anyway), and ``run_divergence`` (both graphs stepped by
+``torch.fx.Interpreter``, every node compared). Time is the fastest of the repeats after a warm-up.
+Peak memory is the peak of live tensor storage bytes created during the call, counted exactly
+by a ``TorchDispatchMode`` (inputs and weights, which exist before the call, are not counted).
+Targets (issue 7): <= 2.5x time, <= 3x peak memory.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import weakref
+
+import torch
+import torch.fx
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from fxstudio.core.divergence import run_divergence
+from fxstudio.core.loading import load_model
+from fxstudio.resources import example_path
+
+
+class PeakTensorMemory(TorchDispatchMode):
+    """Tracks bytes of tensor storages created by ops while active, and their peak while alive."""
+
+    def __init__(self):
+        super().__init__()
+        self.live: dict[int, int] = {}
+        self.current = 0
+        self.peak = 0
+
+    def _free(self, key: int) -> None:
+        self.current -= self.live.pop(key, 0)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                storage = t.untyped_storage()
+                key = storage.data_ptr()
+                if key and key not in self.live:
+                    self.live[key] = storage.nbytes()
+                    self.current += storage.nbytes()
+                    self.peak = max(self.peak, self.current)
+                    weakref.finalize(t, self._free, key)
+        return out
+
+
+def peak_bytes(fn) -> int:
+    """Peak live bytes of tensors created while ``fn()`` runs."""
+    with torch.no_grad(), PeakTensorMemory() as mode:
+        fn()
+    return mode.peak
+
+
+def best_ms(fn, repeats: int) -> float:
+    """Fastest wall time of ``fn()`` in ms after one warm-up call: on a shared machine the minimum
+    is the figure least disturbed by other processes."""
+    with torch.no_grad():
+        fn()
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - start) * 1000)
+    return min(times)
+
+
+def case(model: str, batch: int, repeats: int) -> dict:
+    """Measure one model at one batch size."""
+    loaded = load_model(example_path(model))
+    gm = loaded.graph_module
+    for i, node in enumerate(gm.graph.nodes):
+        node.meta["fxs_id"] = i
+    edited = torch.fx.GraphModule(gm, __import__("copy").deepcopy(gm.graph))
+    inputs = tuple(torch.cat([t] * batch) if isinstance(t, torch.Tensor) else t for t in loaded.example_inputs)
+
+    def plain():
+        return gm(*inputs)
+
+    def both():
+        return gm(*inputs), edited(*inputs)
+
+    def per_node():
+        return run_divergence(gm, edited, inputs, rtol=1e-5, atol=1e-6)
+
+    assert per_node().first is None
+    t_plain, t_both, t_node = (best_ms(f, repeats) for f in (plain, both, per_node))
+    m_plain, m_both, m_node = (peak_bytes(f) for f in (plain, both, per_node))
+    return {"model": model.removesuffix(".py"), "batch": batch, "nodes": len(gm.graph.nodes),
+            "t_plain": t_plain, "t_both": t_both, "t_node": t_node,
+            "m_plain": m_plain, "m_both": m_both, "m_node": m_node}
+
+
+def main(argv: list[str]) -> int:
+    """Print the markdown table; exit 1 when a large-batch case misses the targets."""
+    quick = "--quick" in argv
+    torch.set_num_threads(1)
+    repeats = 3 if quick else 15
+    cases = [("residual_cnn.py", 1), ("transformer_block.py", 1)]
+    if not quick:
+        cases += [("residual_cnn.py", 16), ("transformer_block.py", 16)]
+    rows = [case(m, b, repeats) for m, b in cases]
+    print("| model | batch | nodes | plain forward | per-node compare | time ratio | vs both forwards "
+          "| peak mem plain | peak mem compare | mem ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['model']} | {r['batch']} | {r['nodes']} | {r['t_plain']:.2f} ms | {r['t_node']:.2f} ms "
+              f"| {r['t_node'] / r['t_plain']:.2f}x | {r['t_node'] / r['t_both']:.2f}x "
+              f"| {r['m_plain'] / 1024:.0f} KiB | {r['m_node'] / 1024:.0f} KiB | {r['m_node'] / r['m_plain']:.2f}x |")
+    print("\nTargets: time <= 2.5x, peak memory <= 3x a plain forward (torch threads: 1).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,92 @@
+"""The model-opening options every subcommand shares (design §2): add them, then load from them.
+
+``add_model_arguments(parser)`` adds ``MODEL`` and ``--tracer``, ``--input-shape``, ``--trust``,
+``--concrete-arg``, ``--leaf-module``, ``--autowrap``; ``load_from_args(args)`` calls ``load_model``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from fxstudio.core.errors import FxStudioError, LoadError
+from fxstudio.core.model import LoadedModel
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"1,3,224,224"`` (or ``1x3x224x224``) → ``(1, 3, 224, 224)``; argparse reports bad text."""
+    parts = [p.strip() for p in text.replace("x", ",").replace("×", ",").split(",") if p.strip()]
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"'{text}' is not a shape: give comma-separated sizes, e.g. 1,3,224,224"
+        ) from None
+    if any(d < 0 for d in dims):
+        raise argparse.ArgumentTypeError(f"'{text}': sizes must not be negative")
+    return dims
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, *, model_help: str | None = None) -> None:
+    """Add the positional ``model`` and the loading options to ``parser``."""
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help=model_help or "model file: FILE.py[::Name], FILE.pt2, or FILE.pt/.pth (a pickled module)",
+    )
+    parser.add_argument(
+        "--tracer", choices=("fx", "export"), default=None,
+        help="fx: torch.fx.symbolic_trace (default for .py/.pt); export: torch.export (ATen level)",
+    )
+    parser.add_argument(
+        "--input-shape", dest="input_shapes", metavar="SHAPE", type=parse_shape, action="append",
+        help="shape of one forward input, e.g. 1,3,224,224 (repeat per input); random float32 values",
+    )
+    parser.add_argument(
+        "--trust", action="store_true",
+        help="allow a full unpickle of a .pt/.pth file (it can run code from the file)",
+    )
+    parser.add_argument(
+        "--concrete-arg", dest="concrete_args", metavar="NAME=VALUE", action="append", default=[],
+        help="fix a forward argument to a value while tracing (decides data-dependent branches)",
+    )
+    parser.add_argument(
+        "--leaf-module", dest="leaf_modules", metavar="NAME", action="append", default=[],
+        help="do not trace into this submodule (a path like layer1.0 or a class name); repeatable",
+    )
+    parser.add_argument(
+        "--autowrap", dest="autowrap_functions", metavar="FUNCTION", action="append", default=[],
+        help="keep calls to this function as one node (like torch.fx.wrap): a name in the model file "
+        "or a dotted path; repeatable",
+    )
+
+
+def parse_concrete_args(items: list[str]) -> dict:
+    """``["flag=True", "n=3"]`` → ``{"flag": True, "n": 3}``, values in the argument syntax of design §3."""
+    from fxstudio.core.argsyntax import parse_value
+
+    result = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise LoadError(f"--concrete-arg {item}: expected NAME=VALUE, e.g. --concrete-arg flag=True.")
+        try:
+            result[name] = parse_value(text.strip())
+        except FxStudioError as exc:
+            raise LoadError(f"--concrete-arg {item}: {exc.message}") from None
+    return result
+
+
+def load_from_args(args: argparse.Namespace) -> LoadedModel:
+    """``load_model`` with the options parsed by ``add_model_arguments``."""
+    from fxstudio.core.loading import load_model
+
+    return load_model(
+        args.model,
+        tracer=args.tracer,
+        input_shapes=args.input_shapes,
+        trust=args.trust,
+        concrete_args=parse_concrete_args(args.concrete_args) or None,
+        leaf_modules=tuple(args.leaf_modules),
+        autowrap_functions=tuple(args.autowrap_functions),
+    )

@@ -1,0 +1,344 @@
+"""The argument syntax of design §3: format any FX argument value as text, and parse it back.
+
+Parsing uses ``ast`` against a whitelist and never ``eval``: literals (``inf``/``nan`` included),
+tuples, lists, dicts, ``...``, ``slice(a, b, c)``, ``range(a, b, c)``, ``%name`` node references,
+torch dtypes, ``torch.device(...)``, memory formats, layouts, ``torch.ops`` overloads and small
+``torch.tensor([...], dtype=...)`` constants. ``format_value`` followed by ``parse_value`` gives a
+value equal to the original.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import math
+import re
+import tokenize
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxstudio.core.errors import EditRefused
+
+_REF_PREFIX = "__fxsref__"
+_TENSOR_LITERAL_LIMIT = 64
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+# ---------------------------------------------------------------------------------------- format
+
+
+def format_value(value: Any) -> str:
+    """Text for an FX argument value in the syntax of design §3 (parses back to an equal value)."""
+    if isinstance(value, torch.fx.Node):
+        return f"%{value.name}"
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, int):
+        return repr(int(value))
+    if isinstance(value, float):
+        return _format_float(value)
+    if isinstance(value, complex):
+        return f"complex({_format_float(value.real)}, {_format_float(value.imag)})"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, torch.dtype):
+        return str(value)
+    if isinstance(value, torch.device):
+        return f"torch.device({str(value)!r})"
+    if isinstance(value, (torch.memory_format, torch.layout)):
+        return str(value)
+    if isinstance(value, torch._ops.OpOverload):
+        return f"torch.ops.{value.namespace}.{value._schema.name.split('::')[-1]}.{value._overloadname}"
+    if isinstance(value, torch._ops.OpOverloadPacket):
+        return f"torch.ops.{value._qualified_op_name.replace('::', '.')}"
+    if isinstance(value, slice):
+        parts = [value.start, value.stop] + ([value.step] if value.step is not None else [])
+        return "slice(" + ", ".join(format_value(p) for p in parts) + ")"
+    if isinstance(value, range):
+        return f"range({value.start}, {value.stop}, {value.step})"
+    if isinstance(value, tuple):
+        inner = ", ".join(format_value(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{format_value(k)}: {format_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, torch.Tensor):
+        return _format_tensor(value)
+    if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return str(value)
+    return f"<{type(value).__name__} {value!r}>"
+
+
+def _format_float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return repr(float(x))
+
+
+def _format_tensor(t: torch.Tensor) -> str:
+    if t.numel() > _TENSOR_LITERAL_LIMIT or t.is_complex() or t.layout != torch.strided:
+        shape = "×".join(str(s) for s in t.shape) or "scalar"
+        return f"<tensor {shape} {str(t.dtype).removeprefix('torch.')}>"
+    data = format_value(t.detach().cpu().tolist())
+    return f"torch.tensor({data}, dtype={t.dtype})"
+
+
+# ----------------------------------------------------------------------------------------- parse
+
+NodeLookup = torch.fx.Graph | Mapping[str, torch.fx.Node] | Callable[[str], "torch.fx.Node | None"] | None
+
+
+def parse_value(text: str, graph: NodeLookup = None) -> Any:
+    """Parse argument text into a value; ``%name`` resolves to the node of that name in ``graph``.
+
+    ``graph`` may be a ``torch.fx.Graph``, a mapping from names to nodes, or a lookup function.
+    Raises ``EditRefused`` with the parser's message on anything outside the syntax.
+    """
+    if not isinstance(text, str):
+        raise EditRefused(f"An argument value must be text, not {type(text).__name__}.")
+    source = _replace_refs(text)
+    try:
+        tree = ast.parse(source.strip(), mode="eval")
+    except SyntaxError as exc:
+        col = f" at column {exc.offset}" if exc.offset else ""
+        raise EditRefused(f"Cannot parse {text!r}: {exc.msg}{col}.") from None
+    return _Parser(text, _lookup(graph)).value(tree.body)
+
+
+def _lookup(graph: NodeLookup) -> Callable[[str], torch.fx.Node | None]:
+    if graph is None:
+        return lambda name: None
+    if isinstance(graph, torch.fx.Graph):
+        def find(name: str) -> torch.fx.Node | None:
+            for node in graph.nodes:
+                if node.name == name:
+                    return node
+            return None
+        return find
+    if isinstance(graph, Mapping):
+        return graph.get
+    return graph
+
+
+def _replace_refs(text: str) -> str:
+    """Rewrite ``%name`` (outside string literals) as a reserved identifier the AST can hold."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return text  # let ast report the error
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    cuts = []
+    for tok, nxt in zip(tokens, tokens[1:]):
+        if tok.type == tokenize.OP and tok.string == "%" and nxt.type == tokenize.NAME and nxt.start == tok.end:
+            cuts.append(starts[tok.start[0] - 1] + tok.start[1])
+    for off in reversed(cuts):
+        text = text[:off] + _REF_PREFIX + text[off + 1:]
+    return text
+
+
+_NAMED_FLOATS = {"inf": math.inf, "nan": math.nan}
+_TORCH_CONSTANT_TYPES = (torch.dtype, torch.memory_format, torch.layout)
+
+
+class _Parser:
+    """Walks the AST of one value, accepting only the whitelisted forms."""
+
+    def __init__(self, text: str, lookup: Callable[[str], torch.fx.Node | None]):
+        self.text = text
+        self.lookup = lookup
+
+    def fail(self, what: str) -> EditRefused:
+        return EditRefused(f"Cannot parse {self.text!r}: {what}.")
+
+    def value(self, node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bytes):
+                raise self.fail("bytes literals are not FX argument values")
+            return node.value
+        if isinstance(node, ast.Tuple):
+            return tuple(self.value(e) for e in node.elts)
+        if isinstance(node, ast.List):
+            return [self.value(e) for e in node.elts]
+        if isinstance(node, ast.Dict):
+            if any(k is None for k in node.keys):
+                raise self.fail("'**' unpacking is not allowed in a dict")
+            return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values)}
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            operand = self.value(node.operand)
+            if isinstance(operand, bool) or not isinstance(operand, (int, float, complex)):
+                raise self.fail("a sign applies only to a number")
+            return -operand if isinstance(node.op, ast.USub) else +operand
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            return self.complex_literal(node)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        raise self.fail(f"{_describe(node)} is not allowed (only literals, %node references and torch constants)")
+
+    def name(self, ident: str) -> Any:
+        if ident.startswith(_REF_PREFIX):
+            name = ident[len(_REF_PREFIX):]
+            found = self.lookup(name)
+            if found is None:
+                raise EditRefused(f"Cannot parse {self.text!r}: there is no node named %{name} in the graph.")
+            return found
+        if ident in _NAMED_FLOATS:
+            return _NAMED_FLOATS[ident]
+        raise self.fail(f"unknown name {ident!r} (write node references as %{ident}, strings in quotes)")
+
+    def complex_literal(self, node: ast.BinOp) -> complex:
+        left, right = self.value(node.left), self.value(node.right)
+        if not (isinstance(right, complex) and isinstance(left, (int, float)) and not isinstance(left, bool)):
+            raise self.fail("arithmetic is not allowed (only complex literals like 1+2j)")
+        return left + right if isinstance(node.op, ast.Add) else left - right
+
+    def dotted(self, node: ast.AST) -> str:
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            raise self.fail(f"{_describe(node)} is not allowed")
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+
+    def attribute(self, node: ast.Attribute) -> Any:
+        path = self.dotted(node)
+        if path in ("math.inf", "math.nan"):
+            return _NAMED_FLOATS[path[5:]]
+        if path.startswith("torch.ops."):
+            return _resolve_op(path, self.fail)
+        if path.startswith("torch.") and path.count(".") == 1:
+            obj = getattr(torch, path[6:], None)
+            if isinstance(obj, _TORCH_CONSTANT_TYPES):
+                return obj
+        raise self.fail(f"{path} is not a torch dtype, memory format, layout or torch.ops overload")
+
+    def call(self, node: ast.Call) -> Any:
+        func = self.dotted(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.fail("'*' and '**' are not allowed in calls")
+        args = [self.value(a) for a in node.args]
+        kwargs = {k.arg: self.value(k.value) for k in node.keywords}
+        builders = {
+            "slice": _build_slice,
+            "range": _build_range,
+            "complex": _build_complex,
+            "float": _build_float,
+            "torch.device": _build_device,
+            "torch.tensor": _build_tensor,
+        }
+        if func not in builders:
+            raise self.fail(f"calling {func}() is not allowed (only slice, range, complex, float, torch.device, torch.tensor)")
+        try:
+            return builders[func](*args, **kwargs)
+        except EditRefused:
+            raise
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise self.fail(f"{func}(): {exc}") from None
+
+
+def _describe(node: ast.AST) -> str:
+    kind = type(node).__name__
+    return {"BinOp": "arithmetic", "Lambda": "a lambda", "Subscript": "subscripting",
+            "Set": "a set", "Compare": "a comparison", "BoolOp": "a boolean expression"}.get(kind, f"a {kind} expression")
+
+
+def _check_no_nodes(*values: Any) -> None:
+    for v in values:
+        if isinstance(v, torch.fx.Node):
+            raise TypeError("a node reference is not allowed here")
+
+
+def _build_slice(*args: Any) -> slice:
+    if not 1 <= len(args) <= 3:
+        raise TypeError("expects 1 to 3 arguments")
+    return slice(*args)
+
+
+def _build_range(*args: Any) -> range:
+    _check_no_nodes(*args)
+    return range(*args)
+
+
+def _build_complex(real: Any = 0.0, imag: Any = 0.0) -> complex:
+    _check_no_nodes(real, imag)
+    if isinstance(real, str) or isinstance(imag, str):
+        raise TypeError("expects numbers")
+    return complex(real, imag)
+
+
+def _build_float(text: Any) -> float:
+    if not isinstance(text, (str, int, float)) or isinstance(text, bool):
+        raise TypeError("expects a number or one of 'inf', '-inf', 'nan'")
+    return float(text)
+
+
+def _build_device(*args: Any) -> torch.device:
+    if not args or not all(isinstance(a, (str, int)) and not isinstance(a, bool) for a in args):
+        raise TypeError("expects a device string such as 'cuda:0' (and optionally an index)")
+    return torch.device(*args)
+
+
+def _build_tensor(data: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+    def check(v: Any) -> None:
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                check(x)
+        elif not isinstance(v, (int, float, bool)):
+            raise TypeError("expects nested lists of numbers")
+    check(data)
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise TypeError("dtype must be a torch dtype")
+    return torch.tensor(data, dtype=dtype)
+
+
+def _resolve_op(path: str, fail: Callable[[str], Exception]) -> Any:
+    obj: Any = torch.ops
+    for part in path.split(".")[2:]:
+        if not _IDENT.match(part):
+            raise fail(f"{path} is not a torch.ops operator")
+        try:
+            obj = getattr(obj, part)
+        except (AttributeError, RuntimeError):
+            raise fail(f"{path} is not a torch.ops operator") from None
+    if not isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        raise fail(f"{path} is not a torch.ops operator overload")
+    return obj
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """Structural equality of argument values: nan equals nan, tensors compare by content."""
+    if isinstance(a, torch.fx.Node) or isinstance(b, torch.fx.Node):
+        return a is b
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, complex) and isinstance(b, complex):
+        return values_equal(a.real, b.real) and values_equal(a.imag, b.imag)
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype == b.dtype
+                and a.shape == b.shape and bool(torch.equal(a, b)))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return (isinstance(a, tuple) == isinstance(b, tuple) and len(a) == len(b)
+                and all(values_equal(x, y) for x, y in zip(a, b)))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
+    if isinstance(a, slice) and isinstance(b, slice):
+        return all(values_equal(x, y) for x, y in ((a.start, b.start), (a.stop, b.stop), (a.step, b.step)))
+    if type(a) is not type(b) and (isinstance(a, bool) or isinstance(b, bool)):
+        return False
+    return a == b

@@ -1,0 +1,296 @@
+"""The document: the original traced module, the edited copy, stable node ids, undoable validated
+commands, change events and the recorded edit script (docs/CONTRACTS.md, "Document").
+
+Every edit is validated and applied as one transaction of primitive changes (``fxstudio.core.edits``);
+a refused edit is rolled back and changes nothing. Recompiling the edited module is deferred to
+``module()``, so a burst of edits on a large graph costs one recompile, not one per edit.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+
+from fxstudio.core.edit_script import FORMAT, load_script, new_script, save_script, validate_script
+from fxstudio.core.edits.ops_args import op_del_kwarg, op_replace_uses, op_set_arg, op_set_target
+from fxstudio.core.edits.ops_nodes import op_duplicate, op_eliminate_dead_code, op_erase, op_insert, op_rename
+from fxstudio.core.edits.ordering import cycle_path
+from fxstudio.core.edits.primitives import Primitive, Transaction
+from fxstudio.core.edits.state import ID_KEY, Changes, EditState
+from fxstudio.core.edits.validation import check_fields
+from fxstudio.core.errors import EditRefused
+from fxstudio.core.model import LoadedModel
+
+__all__ = ["Document", "DocumentEvent", "FORMAT", "load_script", "replay", "save_script"]
+
+_OPS = {
+    "set_arg": op_set_arg,
+    "del_kwarg": op_del_kwarg,
+    "insert": op_insert,
+    "erase": op_erase,
+    "replace_uses": op_replace_uses,
+    "set_target": op_set_target,
+    "duplicate": op_duplicate,
+    "rename": op_rename,
+    "eliminate_dead_code": op_eliminate_dead_code,
+}
+
+
+@dataclass(frozen=True)
+class DocumentEvent:
+    """What changed: ``kind`` is "edited", "undone", "redone", "reset" or "saved"; ids are node ids."""
+
+    kind: str
+    label: str
+    added: frozenset[int] = frozenset()
+    removed: frozenset[int] = frozenset()
+    changed: frozenset[int] = frozenset()
+
+
+@dataclass
+class Command:
+    """One undoable step: its label, the primitives it applied and the edits it records."""
+
+    label: str
+    primitives: list[Primitive]
+    records: list[dict] = field(default_factory=list)
+
+
+class Document:
+    """An opened model being edited (see docs/CONTRACTS.md for the full API)."""
+
+    def __init__(self, loaded: LoadedModel):
+        self.loaded = loaded
+        self.original: torch.fx.GraphModule = copy.deepcopy(loaded.graph_module)
+        for i, node in enumerate(self.original.graph.nodes):
+            node.meta[ID_KEY] = i
+        self.edited: torch.fx.GraphModule = copy.deepcopy(self.original)
+        self._state = EditState(self.edited, len(self.original.graph.nodes), loaded.user_module)
+        self._commands: list[Command] = []
+        self._index = 0
+        self._saved_index: int | None = 0
+        self._stale = False
+        self._subscribers: list[Callable[[DocumentEvent], None]] = []
+
+    # ------------------------------------------------------------------ module and nodes
+
+    def module(self) -> torch.fx.GraphModule:
+        """The edited module, recompiled first if any edit happened since the last compile."""
+        if self._stale:
+            self.edited.graph.lint()
+            self.edited.recompile()
+            self._stale = False
+        return self.edited
+
+    @property
+    def stale(self) -> bool:
+        """Whether ``edited.code`` lags behind ``edited.graph`` (``module()`` fixes that)."""
+        return self._stale
+
+    def node(self, node_id: int) -> torch.fx.Node | None:
+        """The live node with this id in the edited graph, or None (erased, or never existed)."""
+        return self._state.by_id.get(node_id)
+
+    def id_of(self, node: torch.fx.Node) -> int:
+        """The stable id of a node of the edited (or original) graph."""
+        try:
+            return node.meta[ID_KEY]
+        except KeyError:
+            raise ValueError(f"{node!r} is not a node of this document") from None
+
+    def find(self, name: str) -> torch.fx.Node | None:
+        """The live node of the edited graph called ``name`` (``%`` prefix allowed), or None."""
+        return self._state.find(name.removeprefix("%"))
+
+    def original_node(self, node_id: int) -> torch.fx.Node | None:
+        """The node with this id in the original graph, or None (added by an edit)."""
+        for node in self.original.graph.nodes:
+            if node.meta[ID_KEY] == node_id:
+                return node
+        return None
+
+    # ------------------------------------------------------------------ events
+
+    def subscribe(self, callback: Callable[[DocumentEvent], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` after every change; returns a function that unsubscribes."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def _emit(self, kind: str, label: str, changes: Changes | None = None) -> None:
+        changes = changes or Changes()
+        event = DocumentEvent(kind, label, frozenset(changes.added), frozenset(changes.removed),
+                              frozenset(changes.changed))
+        for callback in list(self._subscribers):
+            callback(event)
+
+    # ------------------------------------------------------------------ edits
+
+    def _run(self, edits: list[dict]) -> tuple[Transaction, list[str], list[dict]]:
+        """Apply ``edits`` in one transaction; on refusal roll back and raise (prefixing the index)."""
+        tx = Transaction(self._state)
+        labels, records = [], []
+        for i, edit in enumerate(edits):
+            try:
+                op = check_fields(edit)
+                label, record = _OPS[op](tx, edit)
+            except EditRefused as exc:
+                tx.rollback()
+                if len(edits) > 1:
+                    raise EditRefused(f"Edit {i + 1} of {len(edits)}: {exc.message}", hint=exc.hint) from None
+                raise
+            except Exception as exc:  # a bug in an op must not leave a half-edited graph behind
+                tx.rollback()
+                raise EditRefused(f"The edit could not be applied ({type(exc).__name__}: {exc}); "
+                                  "nothing was changed.") from exc
+            labels.append(label)
+            records.append(record)
+        return tx, labels, records
+
+    def apply_edit(self, edit: dict) -> None:
+        """Validate and apply one edit of design §4 as one undoable command; raises ``EditRefused``
+        (and changes nothing) when it is refused."""
+        self.apply_edits([edit])
+
+    def apply_edits(self, edits: list[dict], label: str | None = None) -> None:
+        """Apply several edits as one compound command (one undo step); all or nothing."""
+        if not edits:
+            raise EditRefused("No edits to apply.")
+        tx, labels, records = self._run(list(edits))
+        if label is None:
+            label = labels[0] if len(labels) == 1 else f"{labels[0]} (+{len(labels) - 1} more)"
+        del self._commands[self._index:]
+        if self._saved_index is not None and self._saved_index > self._index:
+            self._saved_index = None
+        self._commands.append(Command(label, tx.done, records))
+        self._index += 1
+        self._stale = True
+        self._emit("edited", label, tx.changes)
+
+    def check_edit(self, edit: dict) -> str | None:
+        """Why ``edit`` would be refused, or None if it would apply. Changes nothing either way."""
+        try:
+            tx, _, _ = self._run([edit])
+        except EditRefused as exc:
+            return exc.message
+        tx.rollback()
+        return None
+
+    def would_cycle(self, user: str, new_input: str) -> list[str] | None:
+        """If using ``new_input`` as an input of ``user`` closes a cycle, the cycle by node names
+        (``[user, ..., new_input, user]``), else None."""
+        u, n = self.find(user), self.find(new_input)
+        if u is None or n is None:
+            raise EditRefused(f"Unknown node {user if u is None else new_input!r}.")
+        path = cycle_path(u, n)
+        return None if path is None else [x.name for x in path] + [u.name]
+
+    # ------------------------------------------------------------------ history
+
+    @property
+    def can_undo(self) -> bool:
+        """Whether there is a command to undo."""
+        return self._index > 0
+
+    @property
+    def can_redo(self) -> bool:
+        """Whether there is an undone command to redo."""
+        return self._index < len(self._commands)
+
+    @property
+    def history(self) -> list[str]:
+        """Labels of all commands, oldest first (``history[:history_index]`` are applied)."""
+        return [c.label for c in self._commands]
+
+    @property
+    def history_index(self) -> int:
+        """Number of applied commands."""
+        return self._index
+
+    def _undo_one(self, changes: Changes) -> str:
+        command = self._commands[self._index - 1]
+        for primitive in reversed(command.primitives):
+            primitive.revert(self._state, changes)
+        self._index -= 1
+        self._stale = True
+        return command.label
+
+    def _redo_one(self, changes: Changes) -> str:
+        command = self._commands[self._index]
+        for primitive in command.primitives:
+            primitive.apply(self._state, changes)
+        self._index += 1
+        self._stale = True
+        return command.label
+
+    def undo(self) -> None:
+        """Undo the last applied command (nothing happens when there is none)."""
+        if self.can_undo:
+            changes = Changes()
+            label = self._undo_one(changes)
+            self._emit("undone", label, changes)
+
+    def redo(self) -> None:
+        """Redo the next undone command (nothing happens when there is none)."""
+        if self.can_redo:
+            changes = Changes()
+            label = self._redo_one(changes)
+            self._emit("redone", label, changes)
+
+    def go_to(self, index: int) -> None:
+        """Undo or redo until ``history_index == index``; one event for the whole move."""
+        if not isinstance(index, int) or not 0 <= index <= len(self._commands):
+            raise EditRefused(f"History position {index!r} is outside 0..{len(self._commands)}.")
+        if index == self._index:
+            return
+        kind = "undone" if index < self._index else "redone"
+        changes = Changes()
+        while self._index > index:
+            self._undo_one(changes)
+        while self._index < index:
+            self._redo_one(changes)
+        where = self._commands[index - 1].label if index else "the original graph"
+        self._emit(kind, f"Go to {where}", changes)
+
+    # ------------------------------------------------------------------ saving and scripts
+
+    @property
+    def dirty(self) -> bool:
+        """Whether the applied edits differ from the last ``mark_saved``."""
+        return self._saved_index != self._index
+
+    def mark_saved(self) -> None:
+        """Record that the current state is saved (clears ``dirty``)."""
+        self._saved_index = self._index
+        self._emit("saved", "Saved")
+
+    def edit_script(self) -> dict:
+        """The applied commands as an edit script of design §4 (compound commands are flattened)."""
+        return new_script([r for c in self._commands[: self._index] for r in c.records])
+
+
+def replay(loaded: LoadedModel, script: dict) -> Document:
+    """A new document for ``loaded`` with the script's edits applied one command each.
+
+    Raises ``ScriptError`` for a malformed script and ``EditRefused`` naming the 0-based index of
+    the first refused edit.
+    """
+    validate_script(script)
+    doc = Document(loaded)
+    edits = script["edits"]
+    for i, edit in enumerate(edits):
+        try:
+            doc.apply_edit(edit)
+        except EditRefused as exc:
+            err = EditRefused(f"Edit #{i} ({edit.get('op')}) of {len(edits)} was refused: {exc.message}", hint=exc.hint)
+            err.index = i
+            raise err from None
+    return doc

@@ -1,0 +1,124 @@
+"""The mutable state commands work on: the edited module, its nodes by stable id, and helpers."""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx
+from torch.fx.node import map_aggregate
+
+ID_KEY = "fxs_id"
+
+
+class Ref:
+    """A node reference by stable id inside a stored argument value (nodes die on erase; ids don't)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, node_id: int):
+        self.id = node_id
+
+    def __repr__(self) -> str:
+        return f"Ref({self.id})"
+
+
+@dataclass
+class Changes:
+    """Node ids added, removed and changed by a run of primitives (what events report)."""
+
+    added: set[int] = field(default_factory=set)
+    removed: set[int] = field(default_factory=set)
+    changed: set[int] = field(default_factory=set)
+
+    def add(self, node_id: int) -> None:
+        """Record a node coming into the graph."""
+        if node_id in self.removed:
+            self.removed.discard(node_id)
+            self.changed.add(node_id)
+        else:
+            self.added.add(node_id)
+
+    def remove(self, node_id: int) -> None:
+        """Record a node leaving the graph."""
+        if node_id in self.added:
+            self.added.discard(node_id)
+        else:
+            self.removed.add(node_id)
+        self.changed.discard(node_id)
+
+    def change(self, *node_ids: int) -> None:
+        """Record nodes whose args, target, name, position or users changed."""
+        self.changed.update(i for i in node_ids if i not in self.added and i not in self.removed)
+
+
+class EditState:
+    """The edited ``GraphModule`` with an id → node index; all graph access of the commands goes here."""
+
+    def __init__(self, gm: torch.fx.GraphModule, next_id: int, user_module: types.ModuleType | None):
+        self.gm = gm
+        self.graph = gm.graph
+        self.user_module = user_module
+        self.next_id = next_id
+        self.by_id: dict[int, torch.fx.Node] = {n.meta[ID_KEY]: n for n in gm.graph.nodes}
+        # functions the traced graph calls: valid targets even outside torch/operator/math
+        self.known_functions = tuple({id(n.target): n.target for n in gm.graph.nodes
+                                      if n.op == "call_function"}.values())
+
+    def new_id(self) -> int:
+        """A fresh id, never used before in this document."""
+        self.next_id += 1
+        return self.next_id - 1
+
+    def find(self, name: str) -> torch.fx.Node | None:
+        """The live node called ``name``, or None."""
+        for node in self.graph.nodes:
+            if node.name == name:
+                return node
+        return None
+
+    @staticmethod
+    def id_of(node: torch.fx.Node) -> int:
+        """Stable id of a node of the edited graph."""
+        return node.meta[ID_KEY]
+
+    def encode(self, value):
+        """``value`` with every node replaced by a ``Ref`` to its id."""
+        return map_aggregate(value, lambda v: Ref(v.meta[ID_KEY]) if isinstance(v, torch.fx.Node) else v)
+
+    def decode(self, value):
+        """``value`` with every ``Ref`` replaced by the live node of that id."""
+        return map_aggregate(value, lambda v: self.by_id[v.id] if isinstance(v, Ref) else v)
+
+    def prev_id(self, node: torch.fx.Node) -> int | None:
+        """Id of the node just before ``node`` (None when it is first)."""
+        prev = node.prev
+        return None if prev.op == "root" else prev.meta[ID_KEY]
+
+    def place_after(self, node: torch.fx.Node, prev_id: int | None) -> None:
+        """Move ``node`` to just after the node ``prev_id`` (to the front when None)."""
+        if prev_id is None:
+            first = next(iter(self.graph.nodes))
+            if first is not node:
+                first.prepend(node)
+        else:
+            anchor = self.by_id[prev_id]
+            if anchor.next is not node:
+                anchor.append(node)
+
+    def force_name(self, node: torch.fx.Node, name: str) -> None:
+        """Give ``node`` exactly ``name`` (free among live nodes; fx never frees names of erased ones)."""
+        if node.name != name:
+            node.name = name
+            self.graph._graph_namespace._rename_object(node, name)
+
+    def snapshot_namespace(self) -> tuple[set[str], dict[str, int]]:
+        """Copy of fx's name bookkeeping, restored when a transaction rolls back."""
+        ns = self.graph._graph_namespace
+        return set(ns._used_names), dict(ns._base_count)
+
+    def restore_namespace(self, saved: tuple[set[str], dict[str, int]]) -> None:
+        """Put fx's name bookkeeping back, so a refused or checked edit leaves no trace in later names."""
+        ns = self.graph._graph_namespace
+        ns._used_names, ns._base_count = set(saved[0]), dict(saved[1])

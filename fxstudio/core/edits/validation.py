@@ -1,0 +1,140 @@
+"""Checks made before an edit touches the graph: call signatures (arity, accepted keywords) and
+the shape of an edit dict (its op and fields).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.operator_schemas import get_signature_for_torch_op
+
+from fxstudio.core.errors import EditRefused
+
+# Fields of each op of design §4: (required, optional). "node"/"match" and "before"/"after" are
+# alternatives checked by the op itself.
+OP_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "set_arg": (frozenset({"node", "key", "value"}), frozenset()),
+    "del_kwarg": (frozenset({"node", "key"}), frozenset()),
+    "insert": (frozenset({"kind", "target"}), frozenset({"before", "after", "args", "kwargs", "name"})),
+    "erase": (frozenset({"node"}), frozenset({"replace_uses_with"})),
+    "replace_uses": (frozenset({"node", "with"}), frozenset()),
+    "set_target": (frozenset({"target"}), frozenset({"node", "match"})),
+    "duplicate": (frozenset({"node"}), frozenset({"name"})),
+    "rename": (frozenset({"node", "name"}), frozenset()),
+    "eliminate_dead_code": (frozenset(), frozenset()),
+}
+
+
+def check_fields(edit: Any) -> str:
+    """The edit's op after checking its fields; ``EditRefused`` for an unknown op or field."""
+    if not isinstance(edit, dict):
+        raise EditRefused(f"An edit must be an object with an 'op' field, not {type(edit).__name__}.")
+    op = edit.get("op")
+    if op not in OP_FIELDS:
+        raise EditRefused(f"Unknown edit op {op!r} (known: {', '.join(OP_FIELDS)}).")
+    required, optional = OP_FIELDS[op]
+    unknown = sorted(set(edit) - required - optional - {"op"})
+    if unknown:
+        raise EditRefused(f"Unknown field(s) {', '.join(map(repr, unknown))} for op {op!r} "
+                          f"(fields: {', '.join(sorted(required | optional))}).")
+    missing = sorted(required - set(edit))
+    if missing:
+        raise EditRefused(f"Op {op!r} needs the field(s) {', '.join(map(repr, missing))}.")
+    return op
+
+
+def signatures(op: str, target: Any, gm: torch.nn.Module | None = None) -> list[inspect.Signature] | None:
+    """Call signatures a node's args must fit (several for overloaded torch ops), or None if unknown.
+
+    ``call_method`` signatures are unknown: tensor methods take varargs that the functional
+    schemas do not describe (``x.view(-1, 1)``).
+    """
+    if op == "call_function":
+        if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or _is_torch_builtin(target):
+            try:
+                sigs = get_signature_for_torch_op(target)
+            except Exception:  # noqa: BLE001 - schema lookup is best effort
+                sigs = None
+            if sigs:
+                return sigs
+        try:
+            return [inspect.signature(target)]
+        except (TypeError, ValueError):
+            return None
+    if op == "call_module" and gm is not None and isinstance(target, str):
+        try:
+            return [inspect.signature(gm.get_submodule(target).forward)]
+        except (AttributeError, TypeError, ValueError):
+            return None
+    return None
+
+
+def _is_torch_builtin(fn: Any) -> bool:
+    return (inspect.isbuiltin(fn) or type(fn).__name__ == "builtin_function_or_method") and \
+        (getattr(fn, "__module__", None) or "").startswith("torch")
+
+
+def target_label(op: str, target: Any) -> str:
+    """Short text for messages: ``torch.add``, ``.view``, ``layer1.conv``."""
+    from fxstudio.core.targets import format_callable
+
+    if op == "call_function":
+        return format_callable(target)
+    if op == "call_method":
+        return f".{target}()"
+    return str(target)
+
+
+def check_call(op: str, target: Any, args: tuple, kwargs: dict, gm: torch.nn.Module | None = None) -> str | None:
+    """Why ``target(*args, **kwargs)`` cannot be called (keyword, arity), or None when it can or
+    the signature is unknown."""
+    if op == "get_attr":
+        return None if not args and not kwargs else "A get_attr node takes no arguments."
+    if op == "output":
+        return None if len(args) == 1 and not kwargs else "The output node takes exactly one argument (the returned value)."
+    if op == "placeholder":
+        return None if len(args) <= 1 and not kwargs else "An input node takes at most one argument (its default)."
+    sigs = signatures(op, target, gm)
+    if not sigs:
+        return None
+    name = target_label(op, target)
+    known = _keyword_names(sigs)
+    if known is not None:
+        bad = [k for k in kwargs if k not in known]
+        if bad:
+            return (f"{name} does not accept the keyword {bad[0]!r} "
+                    f"(its keywords: {', '.join(sorted(known)) or 'none'}).")
+    errors = []
+    for sig in sigs:
+        try:
+            sig.bind(*args, **kwargs)
+            return None
+        except TypeError as exc:
+            errors.append(str(exc))
+    shown = "; ".join(dict.fromkeys(errors))
+    return (f"Wrong arguments for {name}: {len(args)} positional and keywords "
+            f"{sorted(kwargs) if kwargs else 'none'} fit none of its signatures ({shown}). "
+            f"Signature: {name}{sigs[0]}.")
+
+
+def _keyword_names(sigs: list[inspect.Signature]) -> set[str] | None:
+    names: set[str] = set()
+    for sig in sigs:
+        for p in sig.parameters.values():
+            if p.kind is inspect.Parameter.VAR_KEYWORD:
+                return None
+            if p.kind is not inspect.Parameter.POSITIONAL_ONLY:
+                names.add(p.name)
+    return names
+
+
+def positional_names(op: str, target: Any, gm: torch.nn.Module | None = None) -> list[str]:
+    """Names of the positional parameters of the first known signature ([] if unknown)."""
+    sigs = signatures(op, target, gm)
+    if not sigs:
+        return []
+    return [p.name for p in sigs[0].parameters.values()
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]

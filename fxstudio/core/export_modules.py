@@ -1,0 +1,268 @@
+"""Rebuilding a submodule in exported code: a constructor expression from the module's configuration.
+
+Two strategies, each checked by building the candidate (on the meta device, so nothing is
+allocated) and comparing it with the original: same class, same ``repr``, same parameter and buffer
+names and shapes, and the same plain configuration attributes. The first is the module's own
+``repr`` when it reads as a call with literal arguments (``Conv2d(3, 16, kernel_size=(3, 3))``);
+the second reads each ``__init__`` parameter back from the attribute of the same name (``bias``
+flags from whether the bias parameter exists). A module that neither strategy rebuilds exactly is
+an ``ExportError`` naming it; weights are not part of the expression (they come from the weights
+file).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import math
+import types
+from typing import Any, Callable
+
+import torch
+from torch import nn
+
+from fxstudio.core.errors import ExportError
+
+# Constructor parameters that are not stored under their own name.
+_ALIASES: dict[type, dict[str, Callable[[nn.Module], Any]]] = {
+    nn.MultiheadAttention: {
+        "bias": lambda m: m.in_proj_bias is not None,
+        "add_bias_kv": lambda m: m.bias_k is not None,
+    },
+}
+_SKIPPED_PARAMETERS = {"device", "dtype"}
+_CONFIG_TYPES = (int, float, str, bool, type(None), tuple, list, torch.dtype)
+
+
+class ImportNamer:
+    """Gives each imported object one name in the generated file and collects the import lines."""
+
+    def __init__(self, reserved: set[str], user_module: types.ModuleType | None, user_import: str | None):
+        self.reserved = set(reserved)
+        self.user_module = user_module
+        self.user_import = user_import
+        self.lines: dict[str, None] = {}
+        self.user_names: list[str] = []
+        self.other_modules: dict[str, None] = {}
+        self._names: dict[int, str] = {}
+
+    def claim(self, name: str) -> str:
+        """Reserve ``name`` (or ``name_1``, ``name_2``...) and return the name reserved."""
+        candidate, n = name, 0
+        while candidate in self.reserved:
+            n += 1
+            candidate = f"{name}_{n}"
+        self.reserved.add(candidate)
+        return candidate
+
+    def name_for(self, obj: Any, preferred: str | None = None) -> str:
+        """The name under which ``obj`` (a class or function) is imported, adding its import line."""
+        if id(obj) in self._names:
+            return self._names[id(obj)]
+        if isinstance(obj, type) and getattr(nn, obj.__name__, None) is obj:
+            self.lines["from torch import nn"] = None
+            self._names[id(obj)] = f"nn.{obj.__name__}"
+            return self._names[id(obj)]
+        module_name, attr = self._import_source(obj)
+        name = self.claim(preferred or attr)
+        line = f"from {module_name} import {attr}" + (f" as {name}" if name != attr else "")
+        self.lines[line] = None
+        self._names[id(obj)] = name
+        return name
+
+    def _import_source(self, obj: Any) -> tuple[str, str]:
+        """(module to import from, attribute name) for ``obj``, checked to resolve to ``obj``."""
+        attr = getattr(obj, "__name__", None)
+        qualname = getattr(obj, "__qualname__", attr)
+        module_name = getattr(obj, "__module__", None)
+        what = f"{module_name}.{qualname}" if module_name else repr(obj)
+        if not attr or qualname != attr:
+            raise ExportError(
+                f"cannot import {what} in the exported file: it is not defined at the top level of a "
+                "module (a nested function, lambda or method). Move it to the top level of the model file."
+            )
+        user = self.user_module
+        if user is not None and (module_name == user.__name__ or getattr(user, attr, None) is obj):
+            if getattr(user, attr, None) is not obj:
+                raise ExportError(
+                    f"cannot import {attr} from the model file {self.user_import}.py: the name there "
+                    "refers to another object. Give it its own top-level name in the model file."
+                )
+            if attr not in self.user_names:
+                self.user_names.append(attr)
+            return self.user_import, attr
+        if module_name == "_operator":
+            module_name = "operator"
+        if not module_name or module_name == "__main__":
+            raise ExportError(
+                f"cannot import {what} in the exported file: it was defined in a script run as __main__, "
+                "not in an importable module. Define it in the model file."
+            )
+        try:
+            resolved = __import__(module_name, fromlist=[attr])
+            found = getattr(resolved, attr)
+        except (ImportError, AttributeError):
+            found = None
+        if found is not obj:
+            raise ExportError(f"cannot import {what} in the exported file: `from {module_name} import {attr}` "
+                              "does not give the same object.")
+        if module_name.split(".")[0] not in ("torch", "math", "operator", "builtins"):
+            self.other_modules[module_name] = None
+        return module_name, attr
+
+
+def literal(value: Any) -> str:
+    """Python source for a constructor argument value; ``ExportError``-free callers check with ``is_literal``."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else 'float("-inf")'
+        return repr(value)
+    if isinstance(value, (bool, int, str, type(None))):
+        return repr(value)
+    if isinstance(value, torch.dtype):
+        return str(value)
+    if isinstance(value, tuple):
+        inner = ", ".join(literal(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(literal(v) for v in value) + "]"
+    raise TypeError(type(value).__name__)
+
+
+def is_literal(value: Any) -> bool:
+    """Whether ``literal(value)`` can write ``value``."""
+    try:
+        literal(value)
+    except TypeError:
+        return False
+    return True
+
+
+def constructor_expression(module: nn.Module, path: str, namer: ImportNamer) -> str:
+    """Source text that rebuilds ``module`` (found at ``path``) with its configuration, e.g.
+    ``nn.Conv2d(3, 16, kernel_size=(3, 3), padding=(1, 1), bias=False)``; ``ExportError`` if no
+    strategy rebuilds it exactly.
+    """
+    cls = type(module)
+    reasons = []
+    for strategy in (_args_from_repr, _args_from_signature):
+        try:
+            args, kwargs = strategy(module)
+        except _NotRebuildable as exc:
+            reasons.append(str(exc))
+            continue
+        problem = _compare(module, cls, args, kwargs)
+        if problem is None:
+            name = namer.name_for(cls)
+            parts = [literal(a) for a in args] + [f"{k}={literal(v)}" for k, v in kwargs.items()]
+            return f"{name}({', '.join(parts)})"
+        reasons.append(problem)
+    raise ExportError(
+        f"cannot rebuild submodule '{path}' ({cls.__module__}.{cls.__qualname__}) from its configuration: "
+        + "; ".join(dict.fromkeys(reasons))
+        + ". Trace through it instead of keeping it as a leaf module, or store each __init__ argument "
+        "as an attribute of the same name."
+    )
+
+
+class _NotRebuildable(Exception):
+    pass
+
+
+def _args_from_repr(module: nn.Module) -> tuple[list, dict]:
+    """Constructor arguments read from a leaf module's one-line ``repr``."""
+    if list(module.children()):
+        raise _NotRebuildable("its repr spans its children")
+    text = repr(module)
+    try:
+        call = ast.parse(text, mode="eval").body
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            raise _NotRebuildable("its repr is not a constructor call")
+        if call.func.id != type(module).__name__:
+            raise _NotRebuildable("its repr names another class")
+        args = [ast.literal_eval(a) for a in call.args]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+    except (SyntaxError, ValueError, TypeError) as exc:
+        raise _NotRebuildable(f"its repr `{text[:80]}` is not a call with literal arguments") from exc
+    if len(kwargs) != len(call.keywords):
+        raise _NotRebuildable("its repr uses ** arguments")
+    return args, kwargs
+
+
+def _args_from_signature(module: nn.Module) -> tuple[list, dict]:
+    """Constructor arguments read back from the attributes named like the ``__init__`` parameters."""
+    cls = type(module)
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError) as exc:
+        raise _NotRebuildable("its __init__ signature cannot be read") from exc
+    aliases = next((v for k, v in _ALIASES.items() if cls is k), {})
+    args: list = []
+    kwargs: dict = {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in _SKIPPED_PARAMETERS:
+            continue
+        has_default = p.default is not p.empty
+        if p.name in aliases:
+            value = aliases[p.name](module)
+        elif p.name in module.__dict__ or hasattr(module, p.name):
+            value = getattr(module, p.name)
+            if isinstance(p.default, bool) and (value is None or isinstance(value, torch.Tensor)):
+                value = value is not None  # e.g. bias=True/False stored as a Parameter or None
+        elif has_default:
+            continue
+        else:
+            raise _NotRebuildable(f"__init__ parameter '{p.name}' is not stored as an attribute")
+        if not is_literal(value):
+            raise _NotRebuildable(f"__init__ parameter '{p.name}' holds a {type(value).__name__}, not a literal")
+        if has_default and _equal(value, p.default):
+            continue
+        if not has_default and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and not kwargs:
+            args.append(value)
+        else:
+            kwargs[p.name] = value
+    return args, kwargs
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:  # noqa: BLE001 - comparing arbitrary defaults
+        return False
+
+
+def _config(module: nn.Module) -> dict[str, Any]:
+    """Plain configuration attributes of a module (and its children), for comparing rebuilds."""
+    out = {}
+    for prefix, m in module.named_modules():
+        for k, v in vars(m).items():
+            if k.startswith("_") or k == "training" or not isinstance(v, _CONFIG_TYPES):
+                continue
+            out[f"{prefix}.{k}"] = v
+    return out
+
+
+def _compare(module: nn.Module, cls: type, args: list, kwargs: dict) -> str | None:
+    """None if ``cls(*args, **kwargs)`` has the same structure and configuration as ``module``."""
+    try:
+        with torch.device("meta"):
+            candidate = cls(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - user constructors may raise anything
+        return f"calling it with {args} {kwargs} raised {type(exc).__name__}: {exc}"
+    if type(candidate) is not cls:
+        return "its constructor returns another class"
+    if repr(candidate) != repr(module):
+        return f"rebuilt as `{repr(candidate)[:80]}`, not `{repr(module)[:80]}`"
+    shapes = {k: tuple(v.shape) for k, v in module.state_dict().items()}
+    rebuilt = {k: tuple(v.shape) for k, v in candidate.state_dict().items()}
+    if shapes != rebuilt:
+        return "the rebuilt module has other parameters or buffers"
+    config, rebuilt_config = _config(module), _config(candidate)
+    differing = [k for k in config if not _equal(config[k], rebuilt_config.get(k, object()))]
+    if differing:
+        return f"the rebuilt module differs in {', '.join(sorted(differing)[:3])}"
+    return None

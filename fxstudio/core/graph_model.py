@@ -1,0 +1,153 @@
+"""The FX graph as data the layout and the canvas share: a networkx ``DiGraph`` and flat arrays.
+
+``to_networkx`` is the public graph model (nodes keyed by name, edge attribute ``key`` = the
+argument position or keyword name the edge feeds). ``extract_graph`` gives the same graph as
+numpy arrays plus per-node facts, which is what the layout works on at 100k nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+import torch.fx
+
+
+def _flat_inputs(value, key, out):
+    """Append (node, key) for every Node inside ``value`` (nested lists, tuples, dicts, slices)."""
+    if isinstance(value, torch.fx.Node):
+        out.append((value, key))
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _flat_inputs(item, key, out)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _flat_inputs(item, key, out)
+    elif isinstance(value, slice):
+        _flat_inputs(value.start, key, out)
+        _flat_inputs(value.stop, key, out)
+        _flat_inputs(value.step, key, out)
+
+
+def node_inputs(node: torch.fx.Node) -> list[tuple[torch.fx.Node, int | str]]:
+    """The input nodes of ``node`` with the key they feed (arg position or kwarg name), in order.
+
+    A node used twice under different keys appears twice; twice under the same key, once.
+    """
+    out: list[tuple[torch.fx.Node, int | str]] = []
+    for i, arg in enumerate(node.args):
+        _flat_inputs(arg, i, out)
+    for name, arg in node.kwargs.items():
+        _flat_inputs(arg, name, out)
+    seen = set()
+    unique = []
+    for src, key in out:
+        if (src, key) not in seen:
+            seen.add((src, key))
+            unique.append((src, key))
+    return unique
+
+
+def target_text(node: torch.fx.Node) -> str:
+    """A short label for the node's target (``conv2d``, ``layer1.0.conv1``, ``add``)."""
+    target = node.target
+    if isinstance(target, str):
+        return target
+    name = getattr(target, "__name__", None)
+    if name:
+        return name
+    return str(target)
+
+
+def is_hidden(node: torch.fx.Node) -> bool:
+    """True for lifted-parameter noise the loader marked (``node.meta["fxs_hidden"]``)."""
+    return bool(node.meta.get("fxs_hidden"))
+
+
+@dataclass
+class GraphArrays:
+    """An FX graph flattened for the layout: node facts by index, edges as index arrays.
+
+    ``edges`` holds every (src, dst, key) triple; ``src``/``dst`` the same as int arrays.
+    ``weight_like`` marks nodes that only carry data (get_attr, lifted parameters, constants,
+    and nodes computed only from those): the layout puts them right above their consumer.
+    """
+
+    names: list[str]
+    ops: list[str]
+    targets: list[str]
+    module_paths: list[str]
+    module_stacks: list[list[tuple[str, str]]]
+    shapes: list[str]
+    weight_like: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    keys: list
+
+    @property
+    def n(self) -> int:
+        """Number of nodes."""
+        return len(self.names)
+
+
+def _shape_label(node: torch.fx.Node) -> str:
+    shape = node.meta.get("fxs_shape")
+    if isinstance(shape, tuple):
+        return "×".join(str(d) for d in shape)
+    return ""
+
+
+def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
+    """Flatten ``graph`` into ``GraphArrays`` (nodes in graph order, which is topological)."""
+    nodes = list(graph.nodes)
+    index = {node: i for i, node in enumerate(nodes)}
+    names, ops, targets, paths, stacks, shapes = [], [], [], [], [], []
+    weight_like = np.zeros(len(nodes), dtype=bool)
+    src: list[int] = []
+    dst: list[int] = []
+    keys: list = []
+    for i, node in enumerate(nodes):
+        names.append(node.name)
+        op = node.op
+        ops.append(op)
+        targets.append(target_text(node))
+        meta = node.meta
+        paths.append(meta.get("fxs_module_path") or "")
+        stacks.append(meta.get("fxs_module_stack") or [])
+        shapes.append(_shape_label(node))
+        inputs = node_inputs(node) if (node.args or node.kwargs) else []
+        for inp, key in inputs:
+            src.append(index[inp])
+            dst.append(i)
+            keys.append(key)
+        if op == "get_attr" or (op == "placeholder" and meta.get("fxs_hidden")):
+            weight_like[i] = True
+        elif op in ("call_function", "call_method") and (
+            not inputs or all(weight_like[index[inp]] for inp, _ in inputs)
+        ):
+            weight_like[i] = True
+    return GraphArrays(
+        names=names, ops=ops, targets=targets, module_paths=paths, module_stacks=stacks, shapes=shapes,
+        weight_like=weight_like, src=np.asarray(src, dtype=np.int64), dst=np.asarray(dst, dtype=np.int64),
+        keys=keys,
+    )
+
+
+def to_networkx(graph: torch.fx.Graph) -> nx.DiGraph:
+    """The FX graph as a ``DiGraph``: nodes keyed by name with ``op``, ``target``, ``module_path``;
+    each edge has ``key`` (the first arg position / kwarg name it feeds) and ``keys`` (all of them).
+    """
+    g = nx.DiGraph()
+    for node in graph.nodes:
+        g.add_node(
+            node.name, op=node.op, target=target_text(node),
+            module_path=node.meta.get("fxs_module_path") or "", hidden=is_hidden(node),
+        )
+    for node in graph.nodes:
+        for inp, key in node_inputs(node):
+            if g.has_edge(inp.name, node.name):
+                g.edges[inp.name, node.name]["keys"].append(key)
+            else:
+                g.add_edge(inp.name, node.name, key=key, keys=[key])
+    return g

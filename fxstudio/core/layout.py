@@ -1,0 +1,218 @@
+"""The layered (Sugiyama-style) layout of an FX graph: ``compute_layout``.
+
+Pipeline: flatten the graph (``graph_model``), map collapsed module groups to single cards,
+assign layers (``layout_layers``), add shared dummies for long edges, reduce crossings
+(``layout_crossings``), assign coordinates (``layout_coords``), route edges through the dummy
+positions (``layout_routes``) and frame the module groups (``layout_groups``). Everything after
+flattening works on numpy arrays, so 100k-node graphs lay out in seconds. Deterministic: the same
+graph and arguments give the same layout.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping
+
+import numpy as np
+import torch.fx
+
+from fxstudio.core.graph_model import GraphArrays, extract_graph, to_networkx  # noqa: F401 (re-exported)
+from fxstudio.core.layout_coords import assign_x, band_tops
+from fxstudio.core.layout_crossings import reduce_crossings
+from fxstudio.core.layout_groups import build_groups, class_names, collapse_owner
+from fxstudio.core.layout_layers import add_dummies, assign_layers
+from fxstudio.core.layout_routes import route_edges
+from fxstudio.core.layout_types import Layout, NodeBox
+
+CARD_H = 56.0
+MIN_W, MAX_W = 140.0, 320.0
+CHAR_W = 7.0
+NODE_GAP = 36.0
+DUMMY_GAP = 14.0
+LAYER_GAP = 44.0
+
+Sizes = Mapping[str, tuple[float, float]] | Callable[[str], tuple[float, float]] | None
+
+
+def default_size(name: str, target: str, shape: str = "") -> tuple[float, float]:
+    """Card size from the longest of the texts the canvas shows (name, target, shape): ~180×56."""
+    longest = max(len(name), len(target), len(shape))
+    return (float(min(MAX_W, max(MIN_W, CHAR_W * longest + 32))), CARD_H)
+
+
+def _size_of(sizes: Sizes, name: str, fallback: tuple[float, float]) -> tuple[float, float]:
+    if sizes is None:
+        return fallback
+    if callable(sizes):
+        got = sizes(name)
+    else:
+        got = sizes.get(name)
+    return fallback if got is None else (float(got[0]), float(got[1]))
+
+
+class _Units:
+    """What the layout places: real nodes outside collapsed groups, and one card per collapsed group."""
+
+    def __init__(self, ga: GraphArrays, collapsed):
+        owners = collapse_owner(ga.module_paths, frozenset(collapsed))
+        self.names: list[str] = []
+        self.paths: list[str] = []
+        self.is_group: list[bool] = []
+        self.members: dict[str, int] = {}
+        self.weight_like: list[bool] = []
+        self.targets: list[str] = []
+        self.shapes: list[str] = []
+        unit_of = np.empty(ga.n, dtype=np.int64)
+        group_unit: dict[str, int] = {}
+        wl = ga.weight_like.tolist()
+        for i, owner in enumerate(owners):
+            if owner is None:
+                unit_of[i] = len(self.names)
+                self.names.append(ga.names[i])
+                self.paths.append(ga.module_paths[i])
+                self.is_group.append(False)
+                self.weight_like.append(wl[i])
+                self.targets.append(ga.targets[i])
+                self.shapes.append(ga.shapes[i])
+            else:
+                u = group_unit.get(owner)
+                if u is None:
+                    u = group_unit[owner] = len(self.names)
+                    self.names.append(owner)
+                    self.paths.append(owner)
+                    self.is_group.append(True)
+                    self.weight_like.append(False)
+                    self.targets.append("")
+                    self.shapes.append("")
+                self.members[owner] = self.members.get(owner, 0) + 1
+                unit_of[i] = u
+        self.group_unit = group_unit
+        self.n = len(self.names)
+        us, ud = unit_of[ga.src], unit_of[ga.dst]
+        keep = us != ud
+        self.edge_src, self.edge_dst = us[keep], ud[keep]
+        self.edge_keys = [k for k, m in zip(ga.keys, keep.tolist()) if m]
+        # Units are numbered by first member in graph order; an edge against that order (only possible
+        # through a collapsed group) is laid out reversed.
+        lo, hi = np.minimum(us, ud)[keep], np.maximum(us, ud)[keep]
+        pair = np.unique(lo * max(self.n, 1) + hi)
+        self.lay_src, self.lay_dst = pair // max(self.n, 1), pair % max(self.n, 1)
+
+
+def compute_layout(
+    graph: torch.fx.Graph, *, collapsed=frozenset(), previous: Layout | None = None, sizes: Sizes = None,
+    sweeps: int = 8,
+) -> Layout:
+    """Lay out ``graph`` top to bottom; the result is keyed by node name (and collapsed group path).
+
+    ``collapsed``: module paths shown as one card each (with their external edges).
+    ``previous``: an earlier layout of (an earlier version of) this graph; nodes it holds keep their
+    layer and x where the new graph allows, so an edit moves only what it must.
+    ``sizes``: card sizes by node name (dict or callable returning (w, h) or None); default from
+    the label length. Every edge points downward, no cards overlap.
+    """
+    t0 = time.perf_counter()
+    ga = extract_graph(graph)
+    units = _Units(ga, collapsed)
+    n = units.n
+    widths = np.empty(n)
+    heights = np.empty(n)
+    for i in range(n):
+        name = units.names[i]
+        if units.is_group[i]:
+            label = f"{name} ({units.members[name]} nodes)"
+            fb = default_size(label, "", "")
+            fb = (fb[0], CARD_H)
+        else:
+            fb = default_size(name, units.targets[i], units.shapes[i])
+        widths[i], heights[i] = _size_of(sizes, name, fb)
+
+    prev_layer = prev_x = None
+    known = np.zeros(n, dtype=bool)
+    if previous is not None:
+        prev_layer = np.full(n, -1, dtype=np.int64)
+        prev_x = np.zeros(n)
+        for i, name in enumerate(units.names):
+            box = previous.groups.get(name) if units.is_group[i] else previous.nodes.get(name)
+            if box is None or (units.is_group[i] and not box.collapsed):
+                continue
+            lay = getattr(box, "layer", -1)
+            if lay is None or lay < 0:
+                continue
+            prev_layer[i] = lay
+            prev_x[i] = box.x + box.w / 2
+            known[i] = True
+        if known.sum() < n // 2:
+            prev_layer = prev_x = None
+            known[:] = False
+
+    layer = assign_layers(n, units.lay_src, units.lay_dst, np.asarray(units.weight_like, dtype=bool), prev_layer)
+    all_layer, seg_src, seg_dst, dummy_base, dummy_owner = add_dummies(n, layer, units.lay_src, units.lay_dst)
+    total = len(all_layer)
+    if len(seg_src):
+        pair = np.unique(seg_src * total + seg_dst)
+        seg_src, seg_dst = pair // total, pair % total
+    is_dummy = np.zeros(total, dtype=bool)
+    is_dummy[n:] = True
+    all_w = np.concatenate([widths, np.zeros(total - n)])
+    gaps = np.where(is_dummy, DUMMY_GAP, NODE_GAP)
+    wl = np.asarray(units.weight_like, dtype=bool)
+    heavy = np.concatenate([wl, wl[dummy_owner]])
+
+    if prev_x is not None:
+        init_x = _initial_x(n, total, known, prev_x, dummy_owner, seg_src, seg_dst)
+        pos = reduce_crossings(all_layer, seg_src, seg_dst, init_x, sweeps=0)
+        fixed = np.concatenate([known, np.zeros(total - n, dtype=bool)])
+        x = assign_x(all_layer, pos, all_w, gaps, is_dummy, heavy, seg_src, seg_dst, init=init_x, fixed=fixed)
+    else:
+        init_key = np.concatenate([np.arange(n, dtype=np.float64), dummy_owner.astype(np.float64) + 0.5])
+        pos = reduce_crossings(all_layer, seg_src, seg_dst, init_key, sweeps=sweeps)
+        x = assign_x(all_layer, pos, all_w, gaps, is_dummy, heavy, seg_src, seg_dst)
+        if total:
+            x -= (x[:n] - widths / 2).min() if n else x.min()
+
+    nlayers = int(all_layer.max()) + 1 if total else 0
+    layer_h = np.zeros(nlayers)
+    if n:
+        np.maximum.at(layer_h, layer, heights)
+    tops = band_tops(layer_h, LAYER_GAP)
+
+    result = Layout()
+    left = x[:n] - widths / 2
+    ys = tops[layer] if n else np.zeros(0)
+    group_cards: dict[str, tuple[int, int]] = {}
+    lx, ly, lw, lh, ll = left.tolist(), ys.tolist(), widths.tolist(), heights.tolist(), layer.tolist()
+    for i, name in enumerate(units.names):
+        if units.is_group[i]:
+            group_cards[name] = (i, units.members[name])
+        else:
+            result.nodes[name] = NodeBox(name=name, x=lx[i], y=ly[i], w=lw[i], h=lh[i], layer=ll[i])
+    result.edges = route_edges(units, layer, x, ys, heights, tops, layer_h, dummy_base)
+    boxes = np.stack([left, ys, left + widths, ys + heights], axis=1) if n else np.zeros((0, 4))
+    classes = class_names(ga.module_stacks, ga.module_paths)
+    result.groups = build_groups(units.paths, boxes, group_cards, classes)
+    for path, (i, _) in group_cards.items():
+        result.groups[path].layer = ll[i]
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _initial_x(n, total, known, prev_x, dummy_owner, seg_src, seg_dst) -> np.ndarray:
+    """Starting x for an incremental layout: previous x where known, else the mean of known neighbours."""
+    x = np.zeros(total)
+    x[:n] = prev_x
+    have = np.zeros(total, dtype=bool)
+    have[:n] = known
+    for _ in range(3):
+        if have.all():
+            break
+        ok = have[seg_src]
+        s = np.bincount(seg_dst[ok], weights=x[seg_src[ok]], minlength=total)
+        c = np.bincount(seg_dst[ok], minlength=total)
+        ok2 = have[seg_dst]
+        s += np.bincount(seg_src[ok2], weights=x[seg_dst[ok2]], minlength=total)
+        c += np.bincount(seg_src[ok2], minlength=total)
+        new = (~have) & (c > 0)
+        x[new] = s[new] / c[new]
+        have |= new
+    return x

@@ -1,0 +1,141 @@
+"""Crossing reduction for the layered layout, vectorised over all layers at once with numpy.
+
+Every node (real or dummy) has a layer and a position in it. A sweep moves every other layer to
+the barycentre of its neighbours in the fixed layers around it (red-black order, so one numpy pass
+updates half of the layers), alternating between looking up and looking down; the order with the
+fewest crossings seen is kept. Crossings are counted exactly, as inversions, for all layer gaps in
+one vectorised merge count.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def positions_from_keys(layer: np.ndarray, key: np.ndarray, tie: np.ndarray) -> np.ndarray:
+    """Rank of every node inside its layer when sorted by (key, tie)."""
+    perm = np.lexsort((tie, key, layer))
+    counts = np.bincount(layer, minlength=int(layer.max()) + 1 if len(layer) else 0)
+    starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    pos = np.empty(len(layer), dtype=np.int64)
+    pos[perm] = np.arange(len(layer), dtype=np.int64) - starts[layer[perm]]
+    return pos
+
+
+def count_inversions_segmented(seg: np.ndarray, first: np.ndarray, second: np.ndarray) -> int:
+    """Pairs i, j in the same segment with first[i] < first[j] and second[i] > second[j].
+
+    This is the number of crossings between straight segments when ``seg`` is the layer gap and
+    first/second are the end positions on the upper and lower layer. Ties cross nothing.
+    """
+    if len(seg) < 2:
+        return 0
+    order = np.lexsort((second, first, seg))
+    seg, second = seg[order], second[order]
+    sizes = np.bincount(seg)
+    big = sizes[seg] > 1
+    if not big.any():
+        return 0
+    seg, second = seg[big], second[big]
+    total = 0
+    # Segments are processed in classes of similar size, each padded to a power of two, so the
+    # merge count needs only log2(size) passes instead of log2(total).
+    seg_sizes = np.bincount(seg)
+    cls = np.ceil(np.log2(np.maximum(seg_sizes, 2))).astype(np.int64)
+    elem_cls = cls[seg]
+    for c in np.unique(elem_cls):
+        mask = elem_cls == c
+        total += _inversions_padded(seg[mask], second[mask], 1 << int(c))
+    return int(total)
+
+
+def _inversions_padded(seg: np.ndarray, values: np.ndarray, slot: int) -> int:
+    """Strict inversions inside each segment (sorted, contiguous) with every segment padded to ``slot``."""
+    new = np.ones(len(seg), dtype=bool)
+    new[1:] = seg[1:] != seg[:-1]
+    seg_idx = np.cumsum(new) - 1
+    nseg = int(seg_idx[-1]) + 1
+    starts = np.nonzero(new)[0]
+    offset_in_seg = np.arange(len(seg), dtype=np.int64) - starts[seg_idx]
+    vmax = int(values.max()) + 2
+    arr = np.full(nseg * slot, vmax - 1, dtype=np.int64)  # padding sorts last: adds no inversions
+    arr[seg_idx * slot + offset_in_seg] = values
+    arr = arr.reshape(nseg, slot)
+    total = 0
+    width = 1
+    while width < slot:
+        blocks = arr.reshape(nseg, slot // (2 * width), 2, width)
+        left, right = blocks[:, :, 0, :], blocks[:, :, 1, :]
+        # Left halves are sorted: count, for each right element, the left elements greater than it.
+        flat_left = left.reshape(-1, width)
+        nblk = flat_left.shape[0]
+        base = (np.arange(nblk, dtype=np.int64) * vmax)[:, None]
+        keys_left = (flat_left + base).ravel()
+        q = (right.reshape(-1, width) + base).ravel()
+        le = np.searchsorted(keys_left, q, side="right")
+        block_end = np.repeat((np.arange(nblk, dtype=np.int64) + 1) * width, width)
+        total += int((block_end - le).sum())
+        arr = np.sort(blocks.reshape(nseg, slot // (2 * width), 2 * width), axis=2).reshape(nseg, slot)
+        width *= 2
+    return total
+
+
+def count_layered_crossings(layer: np.ndarray, pos: np.ndarray, seg_src: np.ndarray, seg_dst: np.ndarray) -> int:
+    """Crossings between unit-span segments given each node's layer and position in it."""
+    if len(seg_src) < 2:
+        return 0
+    return count_inversions_segmented(layer[seg_src], pos[seg_src], pos[seg_dst])
+
+
+def reduce_crossings(
+    layer: np.ndarray, seg_src: np.ndarray, seg_dst: np.ndarray, init_key: np.ndarray, sweeps: int = 8
+) -> np.ndarray:
+    """Position of every node in its layer after barycentre sweeps starting from ``init_key`` order.
+
+    Stops early when a pair of sweeps gains less than 1% (the best order seen is returned).
+    """
+    n = len(layer)
+    perm = np.lexsort((np.arange(n), init_key.astype(np.float64), layer))
+    counts = np.bincount(layer) if n else np.zeros(0, dtype=np.int64)
+    starts = np.zeros(len(counts), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    within = np.arange(n, dtype=np.int64) - np.repeat(starts, counts)
+    pos = np.empty(n, dtype=np.int64)
+    pos[perm] = within
+    if n == 0 or len(seg_src) == 0 or sweeps == 0:
+        return pos
+    best = pos.copy()
+    best_cross = count_layered_crossings(layer, pos, seg_src, seg_dst)
+    if best_cross == 0:
+        return best
+    in_deg = np.bincount(seg_dst, minlength=n).astype(np.float64)
+    out_deg = np.bincount(seg_src, minlength=n).astype(np.float64)
+    moving = [(layer % 2) == p for p in (0, 1)]
+    # Sorting (layer * scale + key) keeps layers apart; a stable sort of the current order breaks
+    # ties by the current position.
+    scale = float(counts.max() + 2)
+    layer_off = layer * scale
+    last_check = best_cross
+    for sweep in range(sweeps):
+        downward = sweep % 2 == 0
+        for p in (1, 0) if downward else (0, 1):
+            posf = pos.astype(np.float64)
+            if downward:
+                sums = np.bincount(seg_dst, weights=posf[seg_src], minlength=n)
+                deg = in_deg
+            else:
+                sums = np.bincount(seg_src, weights=posf[seg_dst], minlength=n)
+                deg = out_deg
+            key = np.where(moving[p] & (deg > 0), sums / np.maximum(deg, 1.0), posf)
+            comp = (layer_off + key)[perm]
+            perm = perm[np.argsort(comp, kind="stable")]
+            pos[perm] = within
+        if sweep % 2 == 1 or sweep == sweeps - 1:
+            cross = count_layered_crossings(layer, pos, seg_src, seg_dst)
+            if cross < best_cross:
+                best, best_cross = pos.copy(), cross
+            if cross == 0 or cross > 0.99 * last_check:
+                break
+            last_check = cross
+    return best

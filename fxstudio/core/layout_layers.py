@@ -1,0 +1,95 @@
+"""Layer assignment and long-edge dummies for the layered layout.
+
+Layers grow downward. Ordinary nodes take the longest-path layer from the top (as early as their
+inputs allow); weight-like nodes (get_attr, lifted parameters, constants) are pulled down to the
+layer right above their first consumer, so an exported graph's thousands of parameters sit next to
+the ops that use them instead of in one enormous top row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def csr(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Adjacency of ``a[i] -> b[i]`` as (offsets, neighbours): neighbours of v are nb[off[v]:off[v+1]]."""
+    order = np.argsort(a, kind="stable")
+    counts = np.bincount(a, minlength=n)
+    off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=off[1:])
+    return off, b[order]
+
+
+def assign_layers(
+    n: int, src: np.ndarray, dst: np.ndarray, weight_like: np.ndarray, previous: np.ndarray | None = None
+) -> np.ndarray:
+    """Layer of each node; edges (src < dst in topological index order) all point to a later layer.
+
+    ``previous`` (a layer per node, -1 where unknown) keeps known nodes on their old layer unless an
+    input forces them lower, so an edit moves only what it has to.
+    """
+    layer = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return layer
+    pred_off, preds = csr(n, dst, src)
+    prev = previous.tolist() if previous is not None else None
+    lay = [0] * n
+    po = pred_off.tolist()
+    pl = preds.tolist()
+    for v in range(n):
+        lo, hi = po[v], po[v + 1]
+        best = 0
+        if lo != hi:
+            best = max(lay[u] for u in pl[lo:hi]) + 1
+        if prev is not None and prev[v] > best:
+            best = prev[v]
+        lay[v] = best
+    if weight_like.any():
+        succ_off, succs = csr(n, src, dst)
+        so = succ_off.tolist()
+        sl = succs.tolist()
+        wl = weight_like.tolist()
+        for v in range(n - 1, -1, -1):
+            if wl[v]:
+                lo, hi = so[v], so[v + 1]
+                if lo != hi:
+                    lay[v] = min(lay[w] for w in sl[lo:hi]) - 1
+    layer[:] = lay
+    return layer
+
+
+def add_dummies(
+    n: int, layer: np.ndarray, src: np.ndarray, dst: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Dummy nodes for edges spanning more than one layer, shared by all long edges of one source.
+
+    A source ``u`` with long edges gets one dummy per layer from ``layer[u]+1`` down to the layer
+    above its lowest long-edge consumer; each consumer ``v`` hangs off the dummy at ``layer[v]-1``.
+    Returns (all_layer, seg_src, seg_dst, dummy_base, dummy_owner): layers of real+dummy nodes, the
+    unit-span segments, the id of ``u``'s first dummy (-1 if none) and the source of each dummy.
+    """
+    span = layer[dst] - layer[src]
+    long = span > 1
+    dummy_base = np.full(n, -1, dtype=np.int64)
+    if not long.any():
+        return layer.copy(), src.copy(), dst.copy(), dummy_base, np.zeros(0, dtype=np.int64)
+    lsrc, ldst = src[long], dst[long]
+    reach = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(reach, lsrc, layer[ldst] - 1)
+    owners = np.nonzero(reach >= 0)[0]
+    counts = reach[owners] - layer[owners]
+    total = int(counts.sum())
+    starts = np.zeros(len(owners), dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    dummy_base[owners] = n + starts
+    owner_of = np.repeat(owners, counts)
+    step = np.arange(total, dtype=np.int64) - np.repeat(starts, counts)
+    dummy_layer = layer[owner_of] + 1 + step
+    dummy_ids = n + np.arange(total, dtype=np.int64)
+    chain_src = np.where(step == 0, owner_of, dummy_ids - 1)
+    hang = dummy_base[lsrc] + (layer[ldst] - 1 - layer[lsrc] - 1)
+    short = ~long
+    seg_src = np.concatenate([src[short], chain_src, hang])
+    seg_dst = np.concatenate([dst[short], dummy_ids, ldst])
+    all_layer = np.concatenate([layer, dummy_layer])
+    return all_layer, seg_src, seg_dst, dummy_base, owner_of

@@ -1,0 +1,367 @@
+"""Node metadata written at load time (keys in docs/CONTRACTS.md) and the helpers that read it.
+
+``annotate`` fills shapes and dtypes (shape propagation under ``FakeTensorMode``, falling back to
+real tensors), module paths and stacks, and source lines. ``normalized_arguments`` and
+``shape_text`` read a node for display.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
+
+from fxstudio.core.shape_propagation import propagate_shapes
+
+_FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]*)\n(?P<code>[^\n]*)')
+_LIBRARY_PARTS = ("/torch/", "/site-packages/", "/lib/python3", "<eval_with_key>", "<frozen", "fxstudio/core/")
+
+
+def annotate(
+    gm: torch.fx.GraphModule,
+    example_inputs: tuple,
+    *,
+    user_file: Path | None,
+    notes: list[str],
+    exported: bool = False,
+) -> None:
+    """Write every ``fxs_*`` key (except ``fxs_id``) and ``tensor_meta`` on the nodes of ``gm``."""
+    if exported and _has_export_values(gm):
+        _tensor_meta_from_values(gm)
+    else:
+        propagate_shapes(gm, example_inputs, notes)
+    user_path = str(Path(user_file).resolve()) if user_file else None
+    for node in gm.graph.nodes:
+        _write_shape_keys(node)
+        stack = module_stack_of(node, gm)
+        node.meta["fxs_module_stack"] = stack
+        node.meta["fxs_module_path"] = stack[-1][0] if stack else ""
+        source = source_of(node, user_path)
+        if source:
+            node.meta["fxs_source"] = source
+        else:
+            node.meta.pop("fxs_source", None)
+    if exported:
+        mark_hidden(gm)
+
+
+def _has_export_values(gm: torch.fx.GraphModule) -> bool:
+    return any("val" in n.meta for n in gm.graph.nodes if n.op == "call_function")
+
+
+def _tensor_meta_from_values(gm: torch.fx.GraphModule) -> None:
+    """Exported graphs carry fake values in ``meta["val"]``: derive ``tensor_meta`` from them."""
+    for node in gm.graph.nodes:
+        if "tensor_meta" in node.meta or "val" not in node.meta:
+            continue
+        node.meta["tensor_meta"] = _meta_of(node.meta["val"])
+
+
+def _meta_of(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        try:
+            return _extract_tensor_metadata(value)
+        except Exception:  # noqa: BLE001 - symbolic sizes etc.
+            return None
+    if isinstance(value, (list, tuple)):
+        return type(value)(_meta_of(v) for v in value) if isinstance(value, list) else tuple(_meta_of(v) for v in value)
+    return None
+
+
+def _write_shape_keys(node: torch.fx.Node) -> None:
+    meta = node.meta.get("tensor_meta")
+    if isinstance(meta, TensorMetadata):
+        node.meta["fxs_shape"] = _shape_tuple(meta.shape)
+        node.meta["fxs_dtype"] = dtype_name(meta.dtype)
+    elif isinstance(meta, (list, tuple)) and meta:
+        node.meta["fxs_shape"] = [_shape_tuple(m.shape) if isinstance(m, TensorMetadata) else None for m in meta]
+        node.meta["fxs_dtype"] = [dtype_name(m.dtype) if isinstance(m, TensorMetadata) else None for m in meta]
+    else:
+        node.meta["fxs_shape"] = None
+        node.meta["fxs_dtype"] = None
+
+
+def _shape_tuple(shape) -> tuple:
+    return tuple(int(s) if isinstance(s, (int, torch.SymInt)) and _is_concrete(s) else str(s) for s in shape)
+
+
+def _is_concrete(s) -> bool:
+    try:
+        int(s)
+        return True
+    except Exception:  # noqa: BLE001 - unbacked symbolic sizes
+        return False
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` → ``"float32"``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def shape_text(node: torch.fx.Node) -> str:
+    """``"1×64×56×56 float32"`` for a tensor node, ``"(2×3 float32, 4 int64)"`` for tuples, ``""`` if unknown."""
+    shape, dtype = node.meta.get("fxs_shape"), node.meta.get("fxs_dtype")
+    if shape is None:
+        return ""
+    if isinstance(shape, list):
+        dtypes = dtype if isinstance(dtype, list) else [None] * len(shape)
+        parts = [_one_shape_text(s, d) if s is not None else "?" for s, d in zip(shape, dtypes)]
+        return "(" + ", ".join(parts) + ")"
+    return _one_shape_text(shape, dtype)
+
+
+def _one_shape_text(shape: tuple, dtype: str | None) -> str:
+    dims = "×".join(str(s) for s in shape) if shape else "scalar"
+    return f"{dims} {dtype}" if dtype else dims
+
+
+# ---- module paths -------------------------------------------------------------------------------
+
+
+def module_stack_of(node: torch.fx.Node, gm: torch.nn.Module) -> list[tuple[str, str]]:
+    """``[(path, class_name), ...]`` outermost first, from ``nn_module_stack`` or the node's target."""
+    raw = node.meta.get("nn_module_stack")
+    stack: list[tuple[str, str]] = []
+    if raw:
+        for value in raw.values():
+            path, cls = value if isinstance(value, tuple) else (value, "")
+            path = _clean_path(str(path))
+            if not path:
+                continue
+            name = cls.__name__ if isinstance(cls, type) else str(cls).rsplit(".", 1)[-1]
+            if not stack or stack[-1][0] != path:
+                stack.append((path, name))
+        if node.op == "call_module" and (not stack or stack[-1][0] != node.target):
+            stack.append((str(node.target), _class_at(gm, str(node.target))))
+        return stack
+    if node.op == "call_module":
+        return _prefix_stack(gm, str(node.target).split("."))
+    if node.op == "get_attr":
+        return _prefix_stack(gm, str(node.target).split(".")[:-1])
+    return []
+
+
+def _clean_path(path: str) -> str:
+    # Dynamo-style keys such as "L['self'].layer1" or "L__self___layer1" appear in some exports.
+    path = re.sub(r"^L\['self'\]\.?", "", path)
+    path = re.sub(r"\._modules\['([^']+)'\]", r".\1", path)
+    return path.strip(".")
+
+
+def _prefix_stack(gm: torch.nn.Module, parts: list[str]) -> list[tuple[str, str]]:
+    stack = []
+    for i in range(1, len(parts) + 1):
+        path = ".".join(parts[:i])
+        stack.append((path, _class_at(gm, path)))
+    return stack
+
+
+def _class_at(gm: torch.nn.Module, path: str) -> str:
+    try:
+        return type(gm.get_submodule(path)).__name__
+    except (AttributeError, TypeError):
+        return ""
+
+
+# ---- source lines -------------------------------------------------------------------------------
+
+
+def source_of(node: torch.fx.Node, user_path: str | None) -> dict | None:
+    """``{"file", "line", "code"}`` of the node's line in the user's file (else the innermost non-library line)."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    frames = [m.groupdict() for m in _FRAME_RE.finditer(trace)]
+    if not frames:
+        return None
+    chosen = None
+    if user_path:
+        mine = [f for f in frames if _same_file(f["file"], user_path)]
+        chosen = mine[-1] if mine else None
+    if chosen is None:
+        outside = [f for f in frames if not any(p in f["file"].replace("\\", "/") for p in _LIBRARY_PARTS)]
+        chosen = outside[-1] if outside else None
+    if chosen is None:
+        return None
+    return {"file": chosen["file"], "line": int(chosen["line"]), "code": chosen["code"].strip()}
+
+
+def _same_file(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return str(Path(a).resolve()) == b
+    except (OSError, ValueError):
+        return False
+
+
+# ---- hidden plumbing ----------------------------------------------------------------------------
+
+
+def mark_hidden(gm: torch.fx.GraphModule) -> int:
+    """Mark export plumbing ``fxs_hidden``: the ``_guards_fn`` call and lifted parameter/buffer reads."""
+    count = 0
+    for node in gm.graph.nodes:
+        hidden = False
+        if node.op == "call_module" and str(node.target).startswith("_guards_fn"):
+            hidden = True
+        elif node.op == "get_attr" and node.users and _is_param_or_buffer(gm, str(node.target)):
+            hidden = True
+        if hidden:
+            node.meta["fxs_hidden"] = True
+            count += 1
+    return count
+
+
+def _is_param_or_buffer(gm: torch.nn.Module, target: str) -> bool:
+    owner_path, _, attr = target.rpartition(".")
+    try:
+        owner = gm.get_submodule(owner_path) if owner_path else gm
+    except AttributeError:
+        return False
+    return attr in owner._parameters or attr in owner._buffers
+
+
+# ---- normalized arguments -----------------------------------------------------------------------
+
+
+def normalized_arguments(node: torch.fx.Node) -> tuple[dict | None, str]:
+    """The node's arguments by parameter name with defaults filled, and a note when that is not possible.
+
+    Overloads (``torch.clamp`` with numbers or tensors) are told apart with the propagated types of the
+    arguments; when more than one signature still fits, returns ``None`` and says so rather than guess.
+    """
+    if node.op not in ("call_function", "call_method", "call_module"):
+        return None, f"{node.op} nodes take no call arguments"
+    try:
+        if node.op == "call_module":
+            return _normalize_module(node)
+        if node.op == "call_method":
+            return _normalize_method(node)
+        return _normalize_function(node.target, node.args, node.kwargs, _target_name(node.target))
+    except Exception as exc:  # noqa: BLE001 - torch's schema machinery raises broadly
+        return None, f"could not match the arguments to a signature ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+
+
+def _target_name(target: Any) -> str:
+    from fxstudio.core.targets import format_callable
+
+    return target if isinstance(target, str) else format_callable(target)
+
+
+def _normalize_module(node: torch.fx.Node) -> tuple[dict | None, str]:
+    root = node.graph.owning_module
+    sub = root.get_submodule(str(node.target)) if root is not None else None
+    if sub is None:
+        return None, "the submodule is not available"
+    try:
+        sig = inspect.signature(sub.forward)
+        bound = sig.bind(*node.args, **node.kwargs)
+    except (TypeError, ValueError) as exc:
+        return None, f"{type(sub).__name__}.forward does not accept these arguments ({exc})"
+    bound.apply_defaults()
+    return dict(bound.arguments), ""
+
+
+def _normalize_method(node: torch.fx.Node) -> tuple[dict | None, str]:
+    fn = getattr(torch, str(node.target), None)
+    if fn is None or not callable(fn):
+        return None, f"Tensor.{node.target} has no torch.{node.target} signature to match its arguments against"
+    result, note = _normalize_function(fn, node.args, node.kwargs, f"Tensor.{node.target}")
+    if result is None:
+        return None, note
+    return result, note
+
+
+def _arg_type(value: Any) -> Any:
+    """The type used to choose between overloads; ``None`` when unknown (matches anything)."""
+    if isinstance(value, torch.fx.Node):
+        meta = value.meta.get("tensor_meta")
+        if isinstance(meta, TensorMetadata):
+            return torch.Tensor
+        if isinstance(meta, (list, tuple)) and meta:
+            return None
+        example = value.meta.get("val")
+        if isinstance(example, torch.Tensor):
+            return torch.Tensor
+        if isinstance(example, (int, float, bool, torch.SymInt, torch.SymFloat)):
+            return type(example) if not isinstance(example, torch.SymInt) else int
+        return None
+    if isinstance(value, (list, tuple)):
+        return None
+    return type(value)
+
+
+def _normalize_function(target: Any, args: tuple, kwargs: dict, label: str) -> tuple[dict | None, str]:
+    from torch.fx.operator_schemas import get_signature_for_torch_op
+
+    is_op = isinstance(target, (types.BuiltinFunctionType, torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+    if not is_op:
+        try:
+            sig = inspect.signature(inspect.unwrap(target))
+        except (TypeError, ValueError):
+            return None, f"{label} has no inspectable signature"
+        return _bind(sig, args, kwargs, label)
+    schemas = get_signature_for_torch_op(target) or []
+    if not schemas:
+        try:
+            sig = inspect.signature(target)
+        except (TypeError, ValueError):
+            return None, f"{label} has no known signature"
+        return _bind(sig, args, kwargs, label)
+    fitting = [s for s in schemas if _binds(s, args, kwargs)]
+    if not fitting:
+        return None, f"no signature of {label} accepts these arguments"
+    if len(fitting) > 1:
+        typed = [s for s in fitting if _types_fit(s, args, kwargs)]
+        fitting = typed or fitting
+    results = [_bind(s, args, kwargs, label)[0] for s in fitting]
+    distinct = {tuple(r) for r in results if r is not None}
+    if len(fitting) > 1 and len(distinct) != 1 or not distinct:
+        listing = "; ".join(str(s) for s in fitting[:4])
+        return None, f"ambiguous: {len(fitting)} signatures of {label} fit these arguments ({listing})"
+    note = f"one of {len(fitting)} signatures with the same parameter names" if len(fitting) > 1 else ""
+    return results[0], note
+
+
+def _binds(sig: inspect.Signature, args: tuple, kwargs: dict) -> bool:
+    try:
+        sig.bind(*args, **kwargs)
+        return True
+    except TypeError:
+        return False
+
+
+def _types_fit(sig: inspect.Signature, args: tuple, kwargs: dict) -> bool:
+    from torch.fx.operator_schemas import type_matches
+
+    bound = sig.bind(*args, **kwargs)
+    for name, value in bound.arguments.items():
+        param = sig.parameters[name]
+        if param.annotation is inspect.Parameter.empty or value is None:
+            continue
+        kind = _arg_type(value)
+        if kind is None:
+            continue
+        if kind is bool and param.annotation in (int, float):
+            continue
+        if not type_matches(param.annotation, kind):
+            return False
+    return True
+
+
+def _bind(sig: inspect.Signature, args: tuple, kwargs: dict, label: str) -> tuple[dict | None, str]:
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as exc:
+        return None, f"{label} does not accept these arguments ({exc})"
+    if any(p.kind == inspect.Parameter.POSITIONAL_ONLY for p in sig.parameters.values()):
+        return None, f"{label} takes positional-only operands; they have no names"
+    bound.apply_defaults()
+    return dict(bound.arguments), ""

@@ -1,0 +1,64 @@
+"""Reading a ``torch.export`` archive (``.pt2``) and finding example inputs for it."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import torch
+
+from fxstudio.core.errors import LoadError
+
+
+def load_exported_program(path: Path):
+    """``torch.export.load(path)``, with a ``LoadError`` for anything that is not a readable archive."""
+    if not zipfile.is_zipfile(path):
+        raise LoadError(
+            f"{path}: not a torch.export archive (the file is not a zip archive; it may be truncated or "
+            "not a .pt2 file). Save one with torch.export.save(torch.export.export(model, inputs), path)."
+        )
+    try:
+        return torch.export.load(path)
+    except Exception as exc:  # noqa: BLE001 - corrupt archives raise many types
+        lines = str(exc).strip().splitlines()
+        detail = lines[0][:300] if lines else ""
+        raise LoadError(
+            f"{path}: torch.export.load could not read this archive ({type(exc).__name__}: {detail}). "
+            "It may be truncated, or saved by an incompatible torch version."
+        ) from None
+
+
+def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
+    """Inputs for an exported program: given shapes, else the program's own, else random of its input specs."""
+    if input_shapes:
+        from fxstudio.core.loading import inputs_from_shapes
+
+        return inputs_from_shapes(input_shapes), "--input-shape"
+    stored = getattr(ep, "example_inputs", None)
+    if stored:
+        args, kwargs = stored
+        if not kwargs:
+            return tuple(args), "the program's stored example inputs"
+    inputs = []
+    user_inputs = [
+        spec.arg.name
+        for spec in ep.graph_signature.input_specs
+        if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT
+    ]
+    vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
+    gen = torch.Generator().manual_seed(0)
+    for name in user_inputs:
+        val = vals.get(name)
+        if not isinstance(val, torch.Tensor):
+            raise LoadError(
+                f"{path}: the program does not store example inputs and its input '{name}' is not a tensor "
+                "of known shape; give the inputs with --input-shape."
+            )
+        shape = [int(s) for s in val.shape]
+        if val.dtype.is_floating_point:
+            inputs.append(torch.randn(shape, generator=gen, dtype=val.dtype))
+        elif val.dtype == torch.bool:
+            inputs.append(torch.zeros(shape, dtype=torch.bool))
+        else:
+            inputs.append(torch.zeros(shape, dtype=val.dtype))
+    return tuple(inputs), "random values of the program's input shapes"

@@ -1,0 +1,202 @@
+"""Numbers that say how far two runs are apart: flattened outputs, per-tensor errors, timings.
+
+Every figure is computed on the run's device and reduced to Python floats; only the scatter and
+histogram samples (a few thousand values) are brought back to the CPU as numpy arrays.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+SAMPLE_LIMIT = 20_000
+"""At most this many values of an output are kept for the GUI's scatter and histogram."""
+
+
+def flatten_outputs(value: Any, prefix: str = "out") -> list[tuple[str, Any]]:
+    """The leaves of a nested output with their paths, e.g. ``[("out[0]['logits']", tensor)]``.
+
+    Tuples, lists, dicts and namedtuples are walked (namedtuple fields by name, as ``out.logits``);
+    anything else (a tensor, a number, None) is a leaf.
+    """
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        items: list[tuple[str, Any]] = []
+        for field in value._fields:
+            items += flatten_outputs(getattr(value, field), f"{prefix}.{field}")
+        return items
+    if isinstance(value, (tuple, list)):
+        items = []
+        for i, item in enumerate(value):
+            items += flatten_outputs(item, f"{prefix}[{i}]")
+        return items
+    if isinstance(value, Mapping):
+        items = []
+        for key, item in value.items():
+            items += flatten_outputs(item, f"{prefix}[{key!r}]")
+        return items
+    return [(prefix, value)]
+
+
+@dataclass
+class TensorDiff:
+    """How an edited value differs from its reference.
+
+    ``score`` is the largest ``|e - o| / (atol + rtol * |o|)`` over the elements: the value is
+    ``allclose`` at those tolerances exactly when ``score <= 1``. A shape or dtype-kind mismatch,
+    or a NaN where the reference has none, gives ``inf``.
+    """
+
+    max_abs: float
+    max_rel: float
+    score: float
+    allclose: bool
+    cosine: float | None
+    equal: bool
+    note: str = ""
+
+    @staticmethod
+    def mismatch(note: str) -> "TensorDiff":
+        """A difference that is not numeric: other shape, a tensor against a non-tensor, ..."""
+        inf = math.inf
+        return TensorDiff(inf, inf, inf, False, None, False, note)
+
+
+def _float(t: torch.Tensor) -> float:
+    return float(t.item())
+
+
+def diff_tensors(ref: torch.Tensor, new: torch.Tensor, *, rtol: float, atol: float,
+                 with_rel: bool = True, with_cosine: bool = True) -> TensorDiff:
+    """Compare ``new`` against ``ref`` (same device). Bitwise-equal tensors cost one pass."""
+    if ref.shape != new.shape:
+        return TensorDiff.mismatch(f"shape {tuple(new.shape)} instead of {tuple(ref.shape)}")
+    if ref.is_complex() or new.is_complex():
+        ref, new = torch.view_as_real(ref.resolve_conj()), torch.view_as_real(new.resolve_conj())
+    if ref.dtype == torch.bool or new.dtype == torch.bool:
+        ref, new = ref.to(torch.uint8), new.to(torch.uint8)
+    if ref.numel() == 0:
+        return TensorDiff(0.0, 0.0, 0.0, True, 1.0, True)
+    if ref.dtype == new.dtype and torch.equal(ref, new):
+        return TensorDiff(0.0, 0.0, 0.0, True, 1.0, True)
+    if not ref.is_floating_point() and not new.is_floating_point():
+        # Integer values: compare exactly, in float64 to avoid overflow of the difference.
+        ref, new = ref.to(torch.float64), new.to(torch.float64)
+    # Reductions in float32 at least: half-precision maxima lose digits, sums overflow.
+    work = torch.promote_types(torch.promote_types(ref.dtype, new.dtype), torch.float32)
+    o = ref.to(work)
+    e = new.to(work)
+    d = torch.sub(e, o).abs_()
+    finite_match = torch.equal(torch.isnan(o), torch.isnan(e))
+    d = torch.nan_to_num_(d, nan=0.0, posinf=math.inf) if finite_match else d
+    # Equal infinities give nan in e - o; they are equal values, so they count as no error.
+    max_abs = _float(d.max())
+    oa = o.abs()
+    denom = oa.mul(rtol).add_(atol)
+    score = _float(torch.div(d, denom).max()) if atol > 0 or rtol > 0 else (0.0 if max_abs == 0 else math.inf)
+    if not finite_match or math.isnan(score):
+        score = math.inf
+    max_rel = math.nan
+    if with_rel:
+        max_rel = _float(torch.div(d, oa.clamp_min_(torch.finfo(work).tiny)).max())
+    cosine = cosine_similarity(o, e) if with_cosine else None
+    note = "" if finite_match else "NaN where the reference has none (or the other way round)"
+    if not math.isfinite(max_abs) and finite_match:
+        note = "infinite difference"
+    return TensorDiff(max_abs, max_rel, score, score <= 1.0, cosine, False, note)
+
+
+def cosine_similarity(a: torch.Tensor, b: torch.Tensor) -> float | None:
+    """Cosine similarity of the flattened tensors in float64; 1.0 for two zero tensors, None with NaNs."""
+    a64 = a.reshape(-1).to(torch.float64)
+    b64 = b.reshape(-1).to(torch.float64)
+    na, nb = _float(a64.norm()), _float(b64.norm())
+    if math.isnan(na) or math.isnan(nb):
+        return None
+    if na == 0.0 and nb == 0.0:
+        return 1.0
+    if na == 0.0 or nb == 0.0 or not math.isfinite(na * nb):
+        return 0.0 if na * nb == 0 else None
+    return max(-1.0, min(1.0, _float(torch.dot(a64, b64)) / (na * nb)))
+
+
+def diff_values(ref: Any, new: Any, *, rtol: float, atol: float, with_rel: bool = True,
+                with_cosine: bool = True) -> TensorDiff | None:
+    """Compare any two node values: tensors numerically, containers leaf by leaf, others by ``==``.
+
+    Returns None when neither side holds a tensor and both are equal (nothing to report), a
+    mismatch when the structures differ.
+    """
+    if isinstance(ref, torch.Tensor) and isinstance(new, torch.Tensor):
+        if ref.device != new.device:
+            new = new.to(ref.device)
+        return diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=with_rel, with_cosine=with_cosine)
+    if isinstance(ref, torch.Tensor) or isinstance(new, torch.Tensor):
+        return TensorDiff.mismatch(f"{type(new).__name__} instead of {type(ref).__name__}")
+    ref_leaves = flatten_outputs(ref)
+    new_leaves = flatten_outputs(new)
+    if len(ref_leaves) == 1 and len(new_leaves) == 1 and ref_leaves[0][1] is ref:
+        try:
+            same = bool(ref == new)
+        except Exception:  # noqa: BLE001 - objects whose == is not a bool are not comparable
+            same = ref is new
+        return None if same else TensorDiff.mismatch(f"{_short(new)} instead of {_short(ref)}")
+    if [p for p, _ in ref_leaves] != [p for p, _ in new_leaves]:
+        return TensorDiff.mismatch("a different structure of values")
+    worst: TensorDiff | None = None
+    for (_, r), (_, n) in zip(ref_leaves, new_leaves):
+        d = diff_values(r, n, rtol=rtol, atol=atol, with_rel=with_rel, with_cosine=False)
+        if d is not None and (worst is None or d.score > worst.score or math.isnan(worst.score)):
+            worst = d
+    return worst
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def sample_pair(ref: torch.Tensor, new: torch.Tensor, limit: int = SAMPLE_LIMIT,
+                seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Matching subsamples (at most ``limit`` values) of two same-shape tensors, as float64 numpy."""
+    a = ref.detach().reshape(-1)
+    b = new.detach().reshape(-1)
+    if a.numel() > limit:
+        gen = torch.Generator().manual_seed(seed)
+        idx = torch.randperm(a.numel(), generator=gen)[:limit].sort().values.to(a.device)
+        a, b = a[idx], b[idx]
+    if a.is_complex():
+        a, b = a.abs(), b.abs()
+    return (a.to("cpu", torch.float64).numpy(), b.to("cpu", torch.float64).numpy())
+
+
+def synchronize(device: torch.device | str) -> None:
+    """Wait for the device's queued work, so a timer measures the work and not its launch."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    elif dev.type == "mps":
+        torch.mps.synchronize()
+
+
+def median_time_ms(fn: Callable[[], Any], *, device: torch.device | str, repeats: int,
+                   warmup: int = 1, cancel: Callable[[], bool] | None = None) -> float:
+    """Median wall time of ``fn()`` in milliseconds, after ``warmup`` untimed calls."""
+    for _ in range(max(0, warmup)):
+        fn()
+    synchronize(device)
+    times = []
+    for _ in range(max(1, repeats)):
+        if cancel is not None and cancel():
+            break
+        start = time.perf_counter()
+        fn()
+        synchronize(device)
+        times.append((time.perf_counter() - start) * 1000.0)
+    return statistics.median(times) if times else math.nan

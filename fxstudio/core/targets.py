@@ -1,0 +1,251 @@
+"""Target syntax of design §3: the text of a node's target, and resolving such text back.
+
+* ``call_function``: a dotted path (``torch.relu``, ``operator.add``, ``torch.ops.aten.add.Tensor``,
+  ``torch.nn.functional.gelu``, ``getattr``) or ``<file stem>.fn`` for a function of the opened
+  model file (``model_file.fn`` is accepted as an alias).
+* ``call_method``: a method name of ``torch.Tensor`` (``reshape``).
+* ``call_module``: an existing submodule path, or a whitelisted ``torch.nn`` constructor with
+  literal arguments (``torch.nn.Dropout(p=0.1)``), which yields a ``NewSubmodule`` to add.
+* ``get_attr``: an attribute path of the module (parameter, buffer, constant or submodule).
+
+Resolution walks attributes of modules already imported; nothing is imported or evaluated.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import keyword
+import operator
+import re
+import sys
+import types
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+from torch import nn
+
+from fxstudio.core.argsyntax import format_value, parse_value
+from fxstudio.core.errors import EditRefused
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+MODEL_FILE_ALIAS = "model_file"
+_RESERVED_NAMES = frozenset({"self", "torch", "operator", "math", "builtins", "fx_pytree", "pytree", "inf", "nan"})
+_PUBLIC_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft")
+
+
+@dataclass(frozen=True)
+class NewSubmodule:
+    """A ``call_module`` target written as a constructor: the module to add and its source text."""
+
+    text: str
+    module: nn.Module
+
+    @property
+    def base_name(self) -> str:
+        """Snake-case attribute name for the new submodule (``Dropout`` → ``dropout``)."""
+        name = type(self.module).__name__
+        return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def user_module_stem(user_module: types.ModuleType | None) -> str | None:
+    """The opened model file's stem (``relu_add``), under which its functions are written."""
+    if user_module is None:
+        return None
+    file = getattr(user_module, "__file__", None)
+    return Path(file).stem if file else user_module.__name__.rsplit(".", 1)[-1]
+
+
+# ---------------------------------------------------------------------------------------- format
+
+
+def format_target(node: torch.fx.Node, user_module: types.ModuleType | None = None) -> str:
+    """The text of ``node.target`` in target syntax (parses back with ``parse_target``)."""
+    if node.op == "call_function":
+        return format_callable(node.target, user_module)
+    return str(node.target)
+
+
+def format_callable(fn: Any, user_module: types.ModuleType | None = None) -> str:
+    """Dotted path of a function target, preferring public names (``torch.nn.functional.gelu``)."""
+    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return format_value(fn)
+    name = getattr(fn, "__name__", None)
+    if name is None:
+        return repr(fn)
+    if getattr(builtins, name, None) is fn:
+        return name
+    if getattr(operator, name, None) is fn:
+        return f"operator.{name}"
+    module_name = getattr(fn, "__module__", None)
+    if user_module is not None and module_name == user_module.__name__ and getattr(user_module, name, None) is fn:
+        return f"{user_module_stem(user_module)}.{name}"
+    for ns in _PUBLIC_NAMESPACES:
+        if getattr(sys.modules.get(ns), name, None) is fn:
+            return f"{ns}.{name}"
+    try:
+        return torch.fx.node._get_qualified_name(fn)
+    except Exception:  # noqa: BLE001 - lambdas and odd callables: fall back to what Python knows
+        qual = getattr(fn, "__qualname__", name)
+        return f"{module_name}.{qual}" if module_name else qual
+
+
+# ----------------------------------------------------------------------------------------- parse
+
+
+def parse_target(op: str, text: str, gm: torch.nn.Module | None = None,
+                 user_module: types.ModuleType | None = None, known: Any = ()) -> Any:
+    """Resolve target text for a node of kind ``op``; raises ``EditRefused`` saying why not.
+
+    ``known``: functions the traced graph calls, allowed even outside the usual namespaces.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise EditRefused("A target must be non-empty text, e.g. torch.relu.")
+    text = text.strip()
+    if op == "call_function":
+        return resolve_function(text, user_module, known)
+    if op == "call_method":
+        return resolve_method(text)
+    if op == "call_module":
+        if "(" in text:
+            return parse_constructor(text)
+        _resolve_attr_path(gm, text, want_module=True)
+        return text
+    if op == "get_attr":
+        _resolve_attr_path(gm, text, want_module=False)
+        return text
+    raise EditRefused(f"A {op} node has no target that can be set.")
+
+
+_SAFE_BUILTINS = frozenset({"getattr", "len", "abs", "min", "max", "sum", "round", "pow", "divmod", "all", "any"})
+_TORCH_NAMESPACES = ("torch.nn.functional.", "torch.special.", "torch.linalg.", "torch.fft.", "torch.ops.",
+                     "torch.Tensor.")
+_TORCH_DENIED = frozenset({"load", "save", "compile", "manual_seed", "seed", "set_default_device",
+                           "set_default_dtype", "set_num_threads", "set_printoptions", "use_deterministic_algorithms"})
+
+
+def resolve_function(text: str, user_module: types.ModuleType | None = None, known: Any = ()) -> Any:
+    """The callable named by a dotted path: ``torch.X`` (and its functional namespaces and
+    ``torch.ops``), ``operator.X``, ``math.X``, a few builtins, a function of the model file, or a
+    function the traced graph already calls (``known``). Nothing is imported."""
+    parts = text.split(".")
+    if not all(_IDENT.match(p) for p in parts):
+        raise EditRefused(f"{text!r} is not a dotted function path like torch.relu or operator.add.")
+    if len(parts) == 1:
+        obj = getattr(builtins, text, None)
+        if text in _SAFE_BUILTINS or (obj is not None and _is_known(obj, known)):
+            return obj
+        raise EditRefused(
+            f"{text!r} is not a function target: write a dotted path like torch.{text} or operator.{text}"
+            " (a call_method node takes a bare method name)."
+        )
+    root, rest = parts[0], parts[1:]
+    stem = user_module_stem(user_module)
+    if user_module is not None and root in (MODEL_FILE_ALIAS, stem, user_module.__name__):
+        obj, where = user_module, f"the model file {stem}.py"
+    elif root in ("operator", "_operator", "math"):
+        obj, where = sys.modules["operator" if root == "_operator" else root], root
+    elif root == "torch":
+        obj, where = torch, "torch"
+    elif root == MODEL_FILE_ALIAS:
+        raise EditRefused(f"{text!r} names a function of the model file, but this model has no model file.")
+    elif root in sys.modules:
+        obj, where = sys.modules[root], root
+    else:
+        raise EditRefused(f"{text!r}: module {root!r} is not available (torch, operator, math and the model file are).")
+    for i, part in enumerate(rest):
+        try:
+            obj = getattr(obj, part)
+        except (AttributeError, RuntimeError):
+            prefix = ".".join([root, *rest[:i]])
+            raise EditRefused(f"{text!r}: {prefix} has no attribute {part!r} (looked in {where}).") from None
+    if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+        raise EditRefused(f"{text!r} is not a function (it is a {type(obj).__name__}).")
+    if _is_known(obj, known) or where.startswith("the model file") or root in ("operator", "_operator", "math"):
+        return obj
+    if root == "torch" and (
+        (len(parts) == 2 and parts[1] not in _TORCH_DENIED) or text.startswith(_TORCH_NAMESPACES)
+    ):
+        return obj
+    raise EditRefused(
+        f"{text!r} is not allowed as a target: use torch functions (torch.X, torch.nn.functional.X, "
+        "torch.special/linalg/fft, torch.ops), operator.X, math.X, functions of the model file, or "
+        "functions the traced graph already calls."
+    )
+
+
+def _is_known(obj: Any, known: Any) -> bool:
+    return any(obj is k for k in known)
+
+
+def resolve_method(text: str) -> str:
+    """A ``call_method`` target: the name of a ``torch.Tensor`` method."""
+    if not _IDENT.match(text):
+        raise EditRefused(f"{text!r} is not a method name; a call_method target is a name like reshape.")
+    if not callable(getattr(torch.Tensor, text, None)):
+        raise EditRefused(f"torch.Tensor has no method {text!r}.")
+    return text
+
+
+def _resolve_attr_path(gm: torch.nn.Module | None, path: str, *, want_module: bool) -> Any:
+    if gm is None:
+        raise EditRefused(f"Cannot resolve {path!r} without a module.")
+    if not all(_IDENT.match(p) for p in path.split(".")):
+        raise EditRefused(f"{path!r} is not an attribute path like layer1.0.conv1.")
+    obj: Any = gm
+    for part in path.split("."):
+        if isinstance(obj, nn.Module) and part in obj._modules:
+            obj = obj._modules[part]
+        elif hasattr(obj, part) and not callable(getattr(type(obj), part, None)):
+            obj = getattr(obj, part)
+        else:
+            what = "submodule" if want_module else "attribute"
+            raise EditRefused(f"The module has no {what} {path!r}.")
+    if want_module and not isinstance(obj, nn.Module):
+        raise EditRefused(f"{path!r} is a {type(obj).__name__}, not a submodule.")
+    return obj
+
+
+def parse_constructor(text: str) -> NewSubmodule:
+    """A new submodule from a whitelisted ``torch.nn`` constructor with literal arguments."""
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise EditRefused(f"Cannot parse the constructor {text!r}: {exc.msg}.") from None
+    if not isinstance(tree, ast.Call):
+        raise EditRefused(f"{text!r} is not a constructor call like torch.nn.Dropout(p=0.1).")
+    path = ast.unparse(tree.func)
+    name = path.split(".")[-1]
+    if path not in (f"torch.nn.{name}", f"nn.{name}"):
+        raise EditRefused(f"{path} is not allowed: new submodules come from torch.nn constructors (torch.nn.Dropout).")
+    cls = getattr(nn, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)) or name.startswith("_"):
+        raise EditRefused(f"torch.nn has no module class {name!r}.")
+    if any(isinstance(a, ast.Starred) for a in tree.args) or any(k.arg is None for k in tree.keywords):
+        raise EditRefused(f"{text!r}: '*' and '**' are not allowed in a constructor.")
+    args = [parse_value(ast.unparse(a)) for a in tree.args]
+    kwargs = {k.arg: parse_value(ast.unparse(k.value)) for k in tree.keywords}
+    try:
+        module = cls(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - any constructor failure is the user's argument error
+        raise EditRefused(f"torch.nn.{name}{_call_text(args, kwargs)} failed: {exc}") from None
+    return NewSubmodule(f"torch.nn.{name}{_call_text(args, kwargs)}", module)
+
+
+def _call_text(args: list, kwargs: dict) -> str:
+    parts = [format_value(a) for a in args] + [f"{k}={format_value(v)}" for k, v in kwargs.items()]
+    return "(" + ", ".join(parts) + ")"
+
+
+def check_node_name(name: Any) -> str:
+    """A valid new node name, or ``EditRefused`` saying why not (identifier, not a keyword/builtin)."""
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise EditRefused(f"{name!r} is not a valid node name (letters, digits and _, not starting with a digit).")
+    if keyword.iskeyword(name) or hasattr(builtins, name):
+        raise EditRefused(f"{name!r} is a Python keyword or builtin; choose another node name.")
+    if name.startswith("__fxsref__") or name in _RESERVED_NAMES:
+        raise EditRefused(f"{name!r} is reserved in generated code; choose another node name.")
+    return name

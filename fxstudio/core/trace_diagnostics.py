@@ -1,0 +1,161 @@
+"""Turning a tracer's exception into a ``TraceError`` that names the user's line and the likely fix."""
+
+from __future__ import annotations
+
+import traceback
+import types
+from pathlib import Path
+
+from torch import nn
+
+from fxstudio.core.errors import TraceError
+
+_TORCH_PARTS = ("/torch/", "/site-packages/", "/lib/python3", "<frozen", "<string>", "<eval_with_key>")
+
+
+def _is_library(filename: str) -> bool:
+    return any(part in filename.replace("\\", "/") for part in _TORCH_PARTS)
+
+
+def _frames(exc: BaseException) -> list[tuple[traceback.FrameSummary, types.FrameType]]:
+    pairs = []
+    tb = exc.__traceback__
+    summaries = traceback.extract_tb(tb)
+    i = 0
+    while tb is not None:
+        pairs.append((summaries[i], tb.tb_frame))
+        tb = tb.tb_next
+        i += 1
+    return pairs
+
+
+def _pick_user_frame(frames, user_file: Path | None) -> traceback.FrameSummary | None:
+    """The innermost frame in the model file; else the innermost frame outside torch and the stdlib."""
+    if user_file is not None:
+        target = str(Path(user_file).resolve())
+        mine = [f for f, _ in frames if _resolved(f.filename) == target]
+        if mine:
+            return mine[-1]
+    others = [f for f, _ in frames if not _is_library(f.filename) and "fxstudio/core" not in f.filename]
+    return others[-1] if others else None
+
+
+def _resolved(filename: str) -> str:
+    try:
+        return str(Path(filename).resolve())
+    except (OSError, ValueError):
+        return filename
+
+
+def _innermost_module(frames, root: nn.Module) -> tuple[str, str] | None:
+    """``(qualified name, class name)`` of the deepest submodule whose ``forward`` was running."""
+    paths = {id(m): name for name, m in root.named_modules() if name}
+    found = None
+    for _, frame in frames:
+        obj = frame.f_locals.get("self")
+        if isinstance(obj, nn.Module) and id(obj) in paths:
+            found = (paths[id(obj)], type(obj).__name__)
+    return found
+
+
+def _called_function(frames, user_frame) -> str | None:
+    """Name of the non-module function called from the user's line, if the failure happened inside it."""
+    seen_user = False
+    for summary, frame in frames:
+        if summary is user_frame:
+            seen_user = True
+            continue
+        if seen_user:
+            if isinstance(frame.f_locals.get("self"), nn.Module):
+                return None
+            if summary.name.startswith("<") or "torch/fx/" in summary.filename.replace("\\", "/"):
+                return None
+            return summary.name
+    return None
+
+
+def _summary(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = lines[0] if lines else ""
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_data_dependent(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__} {exc}"
+    keys = (
+        "cannot be used as inputs to control flow",
+        "data-dependent",
+        "GuardOnDataDependentSymNode",
+        "Proxy object cannot be iterated",
+        "symbolically traced variables",
+    )
+    return any(k in text for k in keys)
+
+
+def trace_error(
+    exc: BaseException, *, tracer: str, root: nn.Module, user_file: Path | None, display: str
+) -> TraceError:
+    """A ``TraceError`` for ``exc`` raised while tracing ``root`` (loaded from ``user_file``)."""
+    frames = _frames(exc)
+    user = _pick_user_frame(frames, user_file)
+    where = ""
+    if user is not None:
+        code = (user.line or "").strip()
+        where = f" at {user.filename}:{user.lineno}" + (f" in {user.name}" if user.name else "")
+        where += f" (`{code}`)" if code else ""
+    module = _innermost_module(frames, root)
+    function = _called_function(frames, user) if user is not None else None
+    remedy = _remedy(exc, tracer, module, function, _flag_params(root))
+    return TraceError(f"Tracing {display} with the {tracer} tracer failed{where}: {_summary(exc)}. {remedy}")
+
+
+def _flag_params(root: nn.Module) -> list[str]:
+    """Forward parameters with a default: the usual candidates for ``--concrete-arg``."""
+    import inspect
+
+    try:
+        params = inspect.signature(root.forward).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.default is not inspect.Parameter.empty]
+
+
+def _remedy(exc: BaseException, tracer: str, module, function: str | None, flags: list[str]) -> str:
+    leaf = (
+        f" or make the submodule that holds it a leaf module (--leaf-module {module[0]} or --leaf-module "
+        f"{module[1]})"
+        if module
+        else " or move that code into a submodule and make it a leaf module (--leaf-module NAME)"
+    )
+    concrete = f"--concrete-arg {flags[0]}=VALUE" if flags else "--concrete-arg NAME=VALUE"
+    if _is_data_dependent(exc):
+        if tracer == "export":
+            return (
+                f"The code branches on a tensor's values, which tracing cannot see. Decide the branch before "
+                f"tracing by passing the value of the forward argument that controls it ({concrete}), or rewrite the branch with torch.cond / torch.where; the fx tracer with "
+                "concrete_args is another way."
+            )
+        return (
+            "The code uses a traced value in Python control flow (an `if`, a loop, `len`, or a conversion "
+            "to bool/int), which symbolic tracing cannot follow. Fix the value with concrete_args "
+            f"({concrete} for the forward argument that decides it)" + leaf + "."
+        )
+    if function and tracer == "fx":
+        return (
+            f"The failure is inside `{function}`, which fx traced into. Keep it as one opaque call with "
+            f"torch.fx.wrap('{function}') at module level in the model file (or --autowrap {function})"
+            + leaf + "."
+        )
+    if module and tracer == "fx":
+        return (
+            f"The failure is inside the submodule `{module[0]}` ({module[1]}). Make it a leaf module so fx "
+            f"calls it without tracing its internals: --leaf-module {module[0]} (or --leaf-module {module[1]})."
+        )
+    if tracer == "export":
+        return "torch.export could not capture this code; the fx tracer (--tracer fx) may, or see the export error above."
+    return (
+        "If a helper function cannot take traced values, wrap it with torch.fx.wrap; if a submodule's "
+        "internals cannot be traced, make it a leaf module (--leaf-module NAME)."
+    )

@@ -1,0 +1,22 @@
+"""Stylesheet shared by the structure-action dialogs."""
+
+DIALOG_QSS = """
+QDialog#fxsDialog { background: #f6f7f9; }
+QLabel#fxsDialogTitle { font-size: 15px; font-weight: 600; color: #263238; padding-bottom: 2px; }
+QLabel#fxsDialogKey { color: #607d8b; }
+QLabel#fxsDialogError { color: #c62828; background: #fff5f5; border: 1px solid #ef9a9a;
+    border-radius: 3px; padding: 4px 6px; }
+QLabel#fxsDialogHint { color: #78909c; font-size: 11px; }
+QDialog#fxsDialog QLineEdit, QDialog#fxsDialog QComboBox {
+    background: white; border: 1px solid #cfd8dc; border-radius: 3px; padding: 3px 5px; min-height: 18px;
+}
+QDialog#fxsDialog QLineEdit:focus { border: 1px solid #1e88e5; }
+QDialog#fxsDialog QLineEdit[fxsState="invalid"] { border: 1px solid #e53935; background: #fff5f5; }
+QDialog#fxsDialog QListWidget {
+    background: white; border: 1px solid #cfd8dc; border-radius: 3px;
+    font-family: "DejaVu Sans Mono", monospace; font-size: 12px;
+}
+QDialog#fxsDialog QListWidget::item { padding: 3px 4px; }
+QDialog#fxsDialog QListWidget::item:selected { background: #1e88e5; color: white; }
+QDialog#fxsDialog QPushButton { padding: 4px 14px; }
+"""

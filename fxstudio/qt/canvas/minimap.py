@@ -1,0 +1,98 @@
+"""The minimap: a thumbnail of the whole layout in the canvas corner, with the visible area outlined.
+
+The thumbnail is painted once per layout into an image (one rectangle per card, so it costs a few
+milliseconds even at 100k nodes) and the view rectangle is drawn over it. Clicking or dragging in
+the minimap centres the canvas on that point.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QImage, QPainter, QPen
+from PySide6.QtWidgets import QWidget
+
+from fxstudio.core.layout_types import Layout
+from fxstudio.qt.canvas import style as st
+
+
+class Minimap(QWidget):
+    """A thumbnail of the layout; emits ``navigate(QPointF)`` with the scene point clicked."""
+
+    navigate = Signal(QPointF)
+
+    def __init__(self, parent: QWidget | None = None, size: tuple[int, int] = (180, 180)):
+        super().__init__(parent)
+        self.setFixedSize(*size)
+        self.setCursor(Qt.CursorShape.PointingHandCursor)
+        self.setToolTip("Minimap: click or drag to move the view")
+        self._image: QImage | None = None
+        self._scene_rect = QRectF()
+        self._view_rect = QRectF()
+        self._scale = 1.0
+        self._offset = QPointF()
+
+    def set_layout(self, layout: Layout | None, scene_rect: QRectF) -> None:
+        """Repaint the thumbnail for a new layout (``scene_rect``: the area it shows)."""
+        self._scene_rect = QRectF(scene_rect)
+        w, h = self.width() - 8, self.height() - 8
+        sw, sh = max(scene_rect.width(), 1.0), max(scene_rect.height(), 1.0)
+        self._scale = min(w / sw, h / sh)
+        self._offset = QPointF(4 + (w - sw * self._scale) / 2, 4 + (h - sh * self._scale) / 2)
+        img = QImage(self.width(), self.height(), QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(QColor(255, 255, 255, 230))
+        if layout is not None:
+            p = QPainter(img)
+            p.translate(self._offset)
+            p.scale(self._scale, self._scale)
+            p.translate(-scene_rect.topLeft())
+            p.setPen(Qt.PenStyle.NoPen)
+            for g in layout.groups.values():
+                p.fillRect(QRectF(g.x, g.y, g.w, g.h), st.frame_fill(g.depth + 1) if not g.collapsed
+                           else st.color(st.GROUP_COLOR))
+            # Cards are a pixel at least, so a long chain still shows as a line.
+            min_w = 1.0 / self._scale
+            p.setBrush(QColor("#6b7f99"))
+            p.drawRects([QRectF(b.x, b.y, max(b.w, min_w), max(b.h, min_w)) for b in layout.nodes.values()])
+            p.end()
+        self._image = img
+        self.update()
+
+    def set_view_rect(self, rect: QRectF) -> None:
+        """Outline ``rect`` (the scene area the canvas shows)."""
+        self._view_rect = QRectF(rect)
+        self.update()
+
+    def to_scene(self, pos: QPointF) -> QPointF:
+        """Scene point under minimap point ``pos``."""
+        return (pos - self._offset) / self._scale + self._scene_rect.topLeft()
+
+    def from_scene(self, pos: QPointF) -> QPointF:
+        """Minimap point of scene point ``pos``."""
+        return (pos - self._scene_rect.topLeft()) * self._scale + self._offset
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """The cached thumbnail, the view outline and a border."""
+        p = QPainter(self)
+        if self._image is not None:
+            p.drawImage(0, 0, self._image)
+        if not self._view_rect.isEmpty():
+            r = QRectF(self.from_scene(self._view_rect.topLeft()), self.from_scene(self._view_rect.bottomRight()))
+            r = r.intersected(QRectF(self.rect()).adjusted(1, 1, -1, -1))
+            p.setPen(QPen(QColor(st.CURRENT_MATCH), 1.5))
+            p.setBrush(QColor(224, 122, 16, 40))
+            p.drawRect(r)
+        p.setPen(QPen(QColor(st.FRAME_BORDER), 1))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        p.drawRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5))
+
+    def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Centre the canvas on the clicked point."""
+        if event.button() == Qt.MouseButton.LeftButton:
+            self.navigate.emit(self.to_scene(event.position()))
+            event.accept()
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Dragging keeps centring the canvas under the cursor."""
+        if event.buttons() & Qt.MouseButton.LeftButton:
+            self.navigate.emit(self.to_scene(event.position()))
+            event.accept()

@@ -1,0 +1,328 @@
+"""The canvas scene: items built from a layout of the document's edited graph, kept in sync by events.
+
+The scene never edits the graph. A ``DocumentEvent`` triggers an incremental layout (``previous=``
+the current one, so untouched cards stay where they were) and a diff of the items: cards, edges and
+frames are moved, updated, added or removed, never rebuilt wholesale.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch.fx
+from PySide6.QtCore import QObject, QPointF, QRectF, Signal
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
+
+from fxstudio.core.layout_types import Layout
+from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.items import CardInfo, EdgeItem, GroupCard, GroupFrame, NodeCard, PortSpec
+from fxstudio.qt.canvas.overview import OverviewItem, bounds
+
+LayoutFn = Callable[..., Layout]
+
+
+def input_ports(node: torch.fx.Node) -> list[PortSpec]:
+    """One port per node-valued input: positional args by index, keywords by name, list elements by path."""
+    ports: list[PortSpec] = []
+
+    def walk(key, value, path):
+        if isinstance(value, torch.fx.Node):
+            ports.append(PortSpec(key, value.name, path))
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                walk(key, v, path + (i,))
+        elif isinstance(value, dict):
+            for v in value.values():
+                if isinstance(v, torch.fx.Node):   # dict entries are not addressable by a path; show them
+                    ports.append(PortSpec(key, v.name, ()))
+
+    for i, a in enumerate(node.args):
+        walk(i, a, ())
+    for k, v in node.kwargs.items():
+        walk(k, v, ())
+    return ports
+
+
+def target_text(node: torch.fx.Node, gm: torch.nn.Module | None = None) -> str:
+    """The card's second line: the target in argument syntax, with the class of a called submodule."""
+    if node.op in ("placeholder", "output"):
+        return "input" if node.op == "placeholder" else "output"
+    try:
+        from fxstudio.core.targets import format_target  # the edit engine's formatter, once it exists
+
+        text = format_target(node)
+    except Exception:  # noqa: BLE001 (missing module or an exotic target: fall back to a plain name)
+        t = node.target
+        if callable(t):
+            mod = getattr(t, "__module__", None) or ""
+            name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
+            mod = {"_operator": "operator", "torch._C._nn": "torch.nn.functional",
+                   "torch._C._VariableFunctions": "torch"}.get(mod, mod)
+            text = f"{mod}.{name}" if mod and not str(t).startswith("aten.") else str(t)
+        else:
+            text = str(t)
+    if node.op == "call_module" and gm is not None:
+        try:
+            text = f"{text} · {type(gm.get_submodule(str(node.target))).__name__}"
+        except AttributeError:
+            pass
+    return text
+
+
+def shape_of(node: torch.fx.Node) -> str:
+    """The output shape and dtype (``1×64×56×56 float32``), or ``""`` when unknown."""
+    try:
+        from fxstudio.core.metadata import shape_text
+
+        return shape_text(node)
+    except ImportError:
+        shape = node.meta.get("fxs_shape")
+        if isinstance(shape, tuple):
+            dtype = node.meta.get("fxs_dtype") or ""
+            return ("×".join(map(str, shape)) + " " + str(dtype)).strip()
+        return ""
+
+
+def edge_label(node: torch.fx.Node) -> str:
+    """The shape a node's output edges carry (``1×64×56×56``), or ``""``."""
+    shape = node.meta.get("fxs_shape")
+    if isinstance(shape, tuple) and all(isinstance(d, int) for d in shape):
+        return "×".join(map(str, shape)) if shape else "scalar"
+    return ""
+
+
+def card_info(node: torch.fx.Node, node_id: int, gm: torch.nn.Module | None = None) -> CardInfo:
+    """Everything a card shows about ``node``."""
+    return CardInfo(node.name, node_id, node.op, target_text(node, gm), shape_of(node), input_ports(node))
+
+
+class _Layer(QGraphicsItem):
+    """An invisible parent of every detailed item, so the whole detail level hides in one call."""
+
+    def __init__(self):
+        super().__init__()
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt override)
+        """Nothing of its own."""
+        return QRectF()
+
+    def paint(self, painter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+        pass
+
+
+class CanvasScene(QGraphicsScene):
+    """The items of one graph's layout; ``show_graph`` builds or updates them from a new layout.
+
+    Two levels: the detail layer (cards, edges, frames, each painting itself) and the overview
+    (one recorded picture of everything) for views zoomed out below ``style.LOD_PLAIN``; the view
+    calls ``set_overview`` when its zoom crosses that line."""
+
+    layout_changed = Signal()
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
+        self.setBackgroundBrush(QColor(st.CANVAS_BACKGROUND))
+        self.layout: Layout | None = None
+        self.graph_module: torch.fx.GraphModule | None = None
+        self.cards: dict[str, NodeCard] = {}
+        self.edges: dict[tuple, EdgeItem] = {}
+        self.frames: dict[str, GroupFrame] = {}
+        self.group_cards: dict[str, GroupCard] = {}
+        self.by_id: dict[int, NodeCard] = {}
+        self.detail = _Layer()
+        self.addItem(self.detail)
+        self.overview = OverviewItem()
+        self.overview.setVisible(False)
+        self.addItem(self.overview)
+
+    def set_overview(self, on: bool) -> None:
+        """Show the recorded overview instead of the detailed items (or the reverse)."""
+        if self.overview.isVisible() != on:
+            self.overview.setVisible(on)
+            self.detail.setVisible(not on)
+
+    def in_overview(self) -> bool:
+        """True while the overview replaces the detailed items."""
+        return self.overview.isVisible()
+
+    def _add(self, item: QGraphicsItem) -> None:
+        item.setParentItem(self.detail)
+
+    # -- building -----------------------------------------------------------------------------
+    def show_graph(self, gm: torch.fx.GraphModule, layout: Layout, id_of: Callable[[torch.fx.Node], int],
+                   refresh: set[str] | None = None) -> None:
+        """Show ``layout`` of ``gm``'s graph: cards are matched by node name and updated in place.
+
+        ``refresh``: names of the nodes whose content may have changed (None: all of them); other
+        existing cards only move."""
+        self.graph_module = gm
+        self.layout = layout
+        nodes = {n.name: n for n in gm.graph.nodes}
+        self._sync_cards(nodes, layout, id_of, refresh)
+        self._sync_groups(layout)
+        self._sync_edges(nodes, layout)
+        self.overview.set_layout(layout, {name: c.info.op for name, c in self.cards.items()})
+        x0, y0, x1, y1 = bounds(layout)
+        m = 200.0
+        self.setSceneRect(QRectF(x0 - m, y0 - m, (x1 - x0) + 2 * m, (y1 - y0) + 2 * m))
+        self.layout_changed.emit()
+
+    def clear_graph(self) -> None:
+        """Remove every item (no document open)."""
+        for d in (self.cards, self.edges, self.frames, self.group_cards):
+            for item in d.values():
+                self.removeItem(item)
+            d.clear()
+        self.by_id.clear()
+        self.overview.set_layout(Layout(), {})
+        self.layout = None
+        self.graph_module = None
+        self.setSceneRect(QRectF(0, 0, 1, 1))
+        self.layout_changed.emit()
+
+    def _sync_cards(self, nodes, layout: Layout, id_of, refresh) -> None:
+        keep = {}
+        for name, box in layout.nodes.items():
+            node = nodes.get(name)
+            if node is None:
+                continue
+            card = self.cards.pop(name, None)
+            if card is None:
+                card = NodeCard(card_info(node, id_of(node), self.graph_module), box)
+                self._add(card)
+            else:
+                if refresh is None or name in refresh:
+                    info = card_info(node, id_of(node), self.graph_module)
+                    if card.info != info:
+                        card.set_info(info)
+                if (box.x, box.y) != (card.x(), card.y()) or (box.w, box.h) != card.size():
+                    card.set_box(box)
+            keep[name] = card
+        for card in self.cards.values():
+            self.removeItem(card)
+        self.cards = keep
+        self.by_id = {c.info.node_id: c for c in keep.values()}
+
+    def _sync_groups(self, layout: Layout) -> None:
+        frames, gcards = {}, {}
+        for path, g in layout.groups.items():
+            if g.collapsed:
+                item = self.group_cards.pop(path, None)
+                if item is None:
+                    item = GroupCard(g)
+                    self._add(item)
+                else:
+                    item.set_group(g)
+                gcards[path] = item
+            elif g.members > 1:   # a frame around a single submodule call only repeats its card
+                item = self.frames.pop(path, None)
+                if item is None:
+                    item = GroupFrame(g)
+                    self._add(item)
+                else:
+                    item.set_group(g)
+                frames[path] = item
+        for item in list(self.frames.values()) + list(self.group_cards.values()):
+            self.removeItem(item)
+        self.frames, self.group_cards = frames, gcards
+
+    def _sync_edges(self, nodes, layout: Layout) -> None:
+        keep = {}
+        seen: dict[tuple, int] = {}
+        for route in layout.edges:
+            base = (route.src, route.dst, route.key)
+            k = base + (seen.get(base, 0),)
+            seen[base] = k[3] + 1
+            points = self._port_route(route, k[3])
+            src = nodes.get(route.src)
+            label = edge_label(src) if src is not None else ""
+            item = self.edges.pop(k, None)
+            if item is None or item.label != label:
+                if item is not None:
+                    self.removeItem(item)
+                item = EdgeItem(route, points, label)
+                self._add(item)
+            else:
+                item.route = route
+                item.set_points(points)
+            keep[k] = item
+        for item in self.edges.values():
+            self.removeItem(item)
+        self.edges = keep
+
+    def _port_route(self, route, occurrence: int) -> list[tuple[float, float]]:
+        """The route with its end moved onto the matching input port of the card it feeds."""
+        pts = list(route.points)
+        card = self.cards.get(route.dst)
+        if card is None or len(pts) < 2:
+            return pts
+        matches = [i for i, p in enumerate(card.info.ports) if p.src == route.src and p.key == route.key]
+        if not matches:
+            return pts
+        port = card.port_pos(matches[min(occurrence, len(matches) - 1)])
+        end = pts[-1]
+        if abs(end[0] - port.x()) > 0.5:
+            prev = pts[-2]
+            # Keep the last segment vertical: add a bend a little above the card when needed.
+            if abs(prev[0] - end[0]) < 0.5 and len(pts) > 2:
+                pts[-2] = (port.x(), prev[1])
+            elif abs(prev[0] - port.x()) > 0.5:
+                y_bend = max(prev[1], port.y() - 14.0)
+                if y_bend < port.y() - 1:
+                    pts.insert(-1, (port.x(), y_bend))
+        pts[-1] = (port.x(), port.y())
+        return pts
+
+    # -- queries used by the view ---------------------------------------------------------------
+    def card_at(self, pos: QPointF, tolerance: float = 0.0) -> NodeCard | None:
+        """The node card under ``pos`` (scene coordinates), ports included; ``tolerance`` widens
+        the hit area (used when zoomed out, where a card is smaller than a pixel)."""
+        if self.in_overview():
+            best, best_d = None, None
+            px, py = pos.x(), pos.y()
+            for name, (x, y, w, h) in self.overview.boxes.items():
+                dx = max(x - px, 0.0, px - x - w)
+                dy = max(y - py, 0.0, py - y - h)
+                d = dx * dx + dy * dy
+                if d <= tolerance * tolerance and (best_d is None or d < best_d):
+                    best, best_d = name, d
+            return self.cards.get(best) if best is not None else None
+        for item in self.items(QRectF(pos.x() - 6, pos.y() - 6, 12, 12)):
+            if isinstance(item, NodeCard):
+                r = item.sceneBoundingRect()
+                if r.adjusted(4, 14, -4, -4).contains(pos) or item.port_at(pos) is not None:
+                    return item
+        return None
+
+    def item_at(self, pos: QPointF, kinds: tuple[type, ...]) -> QGraphicsItem | None:
+        """The topmost item of one of ``kinds`` whose shape contains ``pos``."""
+        for item in self.items(pos):
+            if isinstance(item, kinds):
+                return item
+        return None
+
+    def toggle_at(self, pos: QPointF) -> str | None:
+        """Path of the group whose collapse/expand toggle is under ``pos``."""
+        for item in self.items(pos):
+            if isinstance(item, (GroupFrame, GroupCard)) and item.toggle_rect().adjusted(-2, -2, 2, 2).contains(pos):
+                return item.group.path
+        return None
+
+    def edge_end_at(self, pos: QPointF, radius: float = 14.0) -> EdgeItem | None:
+        """An edge whose end (at an input port) is within ``radius`` of ``pos``."""
+        for item in self.items(QRectF(pos.x() - radius, pos.y() - radius, 2 * radius, 2 * radius)):
+            if isinstance(item, EdgeItem):
+                d = item.end_point() - pos
+                if d.x() * d.x() + d.y() * d.y() <= radius * radius:
+                    return item
+        return None
+
+    def node_rect(self, name: str) -> QRectF | None:
+        """Scene rectangle of a node's card, or of the collapsed group that holds it."""
+        card = self.cards.get(name)
+        if card is not None:
+            return card.sceneBoundingRect()
+        return None

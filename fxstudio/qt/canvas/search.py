@@ -1,0 +1,106 @@
+"""Search on the canvas: which cards match a pattern, and the small find bar that drives it.
+
+A pattern is a case-insensitive regular expression matched against each node's name, op kind
+and target text (``relu``, ``call_module``, ``conv\\d``, ``torch\\.nn\\.functional``). Text that
+is not a valid regular expression is searched literally, so typing ``(`` never fails.
+"""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
+
+from fxstudio.qt.canvas.items import CardInfo
+
+
+def compile_pattern(pattern: str) -> re.Pattern | None:
+    """The compiled search pattern (literal text if it is not a valid regex); None for empty text."""
+    if not pattern.strip():
+        return None
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error:
+        return re.compile(re.escape(pattern), re.IGNORECASE)
+
+
+def matching(infos: list[CardInfo], pattern: str) -> list[str]:
+    """Names of the cards whose name, op or target matches ``pattern``, in the given order."""
+    rx = compile_pattern(pattern)
+    if rx is None:
+        return []
+    return [i.name for i in infos if rx.search(i.name) or rx.search(i.op) or rx.search(i.target)]
+
+
+class SearchBar(QFrame):
+    """The find bar floating over the canvas: typing searches, Enter/F3 go to the next match,
+    Shift+Enter/Shift+F3 to the previous one, Escape closes it."""
+
+    pattern_changed = Signal(str)
+    next_requested = Signal()
+    previous_requested = Signal()
+    closed = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("canvasSearchBar")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setAutoFillBackground(True)
+        self.setStyleSheet("#canvasSearchBar { background: #ffffff; border: 1px solid #b4bfcc; border-radius: 5px; }")
+        row = QHBoxLayout(self)
+        row.setContentsMargins(6, 3, 4, 3)
+        row.setSpacing(4)
+        self.edit = QLineEdit(self)
+        self.edit.setPlaceholderText("Find node: name, op or target (regex)")
+        self.edit.setClearButtonEnabled(True)
+        self.edit.setMinimumWidth(240)
+        self.count = QLabel("", self)
+        self.count.setMinimumWidth(56)
+        prev_btn, next_btn, close_btn = QToolButton(self), QToolButton(self), QToolButton(self)
+        prev_btn.setText("↑")
+        prev_btn.setToolTip("Previous match (Shift+F3)")
+        next_btn.setText("↓")
+        next_btn.setToolTip("Next match (Enter, F3)")
+        close_btn.setText("✕")
+        close_btn.setToolTip("Close (Esc)")
+        for w in (self.edit, self.count, prev_btn, next_btn, close_btn):
+            row.addWidget(w)
+        self.edit.textChanged.connect(self.pattern_changed)
+        self.edit.returnPressed.connect(self.next_requested)
+        prev_btn.clicked.connect(self.previous_requested)
+        next_btn.clicked.connect(self.next_requested)
+        close_btn.clicked.connect(self.close_bar)
+        self.hide()
+
+    def show_count(self, current: int, total: int) -> None:
+        """Show ``current/total`` (1-based) next to the field; red when nothing matches."""
+        if not self.edit.text():
+            self.count.setText("")
+        elif total == 0:
+            self.count.setText("<span style='color:#d13c3c'>no match</span>")
+        else:
+            self.count.setText(f"{current}/{total}")
+
+    def open_bar(self) -> None:
+        """Show the bar and focus the field with its text selected."""
+        self.show()
+        self.raise_()
+        self.edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.edit.selectAll()
+
+    def close_bar(self) -> None:
+        """Hide the bar and tell the canvas (it clears the highlights)."""
+        self.hide()
+        self.closed.emit()
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Escape closes; F3 / Shift+F3 and Shift+Enter cycle."""
+        key, mods = event.key(), event.modifiers()
+        shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
+        if key == Qt.Key.Key_Escape:
+            self.close_bar()
+        elif key == Qt.Key.Key_F3 or (key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and shift):
+            (self.previous_requested if shift else self.next_requested).emit()
+        else:
+            super().keyPressEvent(event)

@@ -1,0 +1,103 @@
+"""Colours, pens, fonts and level-of-detail thresholds of the node canvas.
+
+One calm palette: every op kind has a header colour (dark enough for white text) and the card
+body is near-white, as in Netron; module frames are pale tints that deepen with nesting.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPen
+
+# Header colour of a card per FX op kind.
+OP_COLORS: dict[str, str] = {
+    "placeholder": "#2f6f4f",    # inputs: green
+    "get_attr": "#7a6a3a",       # weights and buffers: olive
+    "call_function": "#335c8a",  # functions: blue
+    "call_method": "#5b4a8a",    # tensor methods: violet
+    "call_module": "#8a4b3a",    # submodules: brick
+    "output": "#3b3f46",         # output: graphite
+}
+GROUP_COLOR = "#5a6472"          # collapsed module cards
+
+CANVAS_BACKGROUND = "#f4f5f7"
+CARD_BODY = "#ffffff"
+CARD_BORDER = "#9aa3ae"
+TEXT_DARK = "#22262b"
+TEXT_MUTED = "#5f6770"
+EDGE_COLOR = "#6d7580"
+EDGE_LABEL = "#4b525a"
+SELECTED = "#e8a317"             # selection outline (amber)
+MATCH = "#f4d35e"                # search matches
+CURRENT_MATCH = "#e07a10"
+LEGAL_SOURCE = "#3a9a5b"         # rewire: a node that may feed the dragged input
+CYCLE = "#d13c3c"                # rewire: a node that would make a cycle
+PORT_FILL = "#ffffff"
+PORT_BORDER = "#56606b"
+FRAME_FILLS = ("#e6ebf2", "#dde4ee", "#d3dce9", "#cad5e4")
+FRAME_BORDER = "#b4bfcc"
+FRAME_TEXT = "#3e4854"
+
+# Geometry (scene units).
+HEADER_H = 22.0
+PORT_R = 4.5
+CORNER_R = 5.0
+ARROW = 6.0
+TOGGLE = 14.0
+FRAME_LABEL_H = 20.0
+
+# Level of detail (the view's scale): below PLAIN, cards are plain boxes and no text is drawn;
+# below LABELS, cards show their name only; edges drop arrows and shape labels below DETAIL.
+LOD_PLAIN = 0.33
+LOD_LABELS = 0.55
+LOD_DETAIL = 0.8
+
+
+def op_color(op: str) -> QColor:
+    """Header colour for an FX op kind (unknown kinds get the output colour)."""
+    return _color(OP_COLORS.get(op, OP_COLORS["output"]))
+
+
+@lru_cache(maxsize=None)
+def _color(name: str) -> QColor:
+    return QColor(name)
+
+
+def color(name: str) -> QColor:
+    """A cached QColor from a hex name."""
+    return _color(name)
+
+
+@lru_cache(maxsize=None)
+def pen(name: str, width: float = 1.0, cosmetic: bool = False) -> QPen:
+    """A cached solid pen; cosmetic pens keep their width at every zoom."""
+    p = QPen(QColor(name), width)
+    p.setCosmetic(cosmetic)
+    p.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+    p.setCapStyle(Qt.PenCapStyle.RoundCap)
+    return p
+
+
+@lru_cache(maxsize=None)
+def brush(name: str) -> QBrush:
+    """A cached solid brush."""
+    return QBrush(QColor(name))
+
+
+@lru_cache(maxsize=None)
+def font(role: str) -> QFont:
+    """The font for a text role: ``title`` (card name), ``body``, ``small`` (ports, edge shapes), ``frame``."""
+    f = QFont()
+    f.setFamilies(["Inter", "Noto Sans", "DejaVu Sans", "Sans Serif"])
+    sizes = {"title": 10.0, "body": 8.5, "small": 7.0, "frame": 9.0}
+    f.setPointSizeF(sizes.get(role, 9.0))
+    if role in ("title", "frame"):
+        f.setWeight(QFont.Weight.DemiBold)
+    return f
+
+
+def frame_fill(depth: int) -> QColor:
+    """Fill of a module frame at nesting ``depth`` (0 = outermost)."""
+    return _color(FRAME_FILLS[min(depth, len(FRAME_FILLS) - 1)])

@@ -1,0 +1,438 @@
+"""``GraphCanvas``: the node canvas of the editor window (a QGraphicsView over a ``CanvasScene``).
+
+Gestures: click a card to select it (Ctrl+click adds), drag on empty space or use the arrow keys
+to pan, the wheel or +/- to zoom around the cursor, F to fit, Ctrl+F to search (Enter/F3 cycle),
+click a frame's toggle to collapse or expand a module, and drag from an input port onto another
+card to rewire. The canvas never edits the graph: a rewire is one ``document.apply_edit`` call and
+a refusal is emitted as ``edit_refused(reason)``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import QFrame, QGraphicsView, QWidget
+
+from fxstudio.core.errors import EditRefused
+from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.items import GroupCard
+from fxstudio.qt.canvas.minimap import Minimap
+from fxstudio.qt.canvas.rewire import RewireDrag
+from fxstudio.qt.canvas.scene import CanvasScene
+from fxstudio.qt.canvas.search import SearchBar, matching
+from fxstudio.qt.selection import SelectionModel
+
+MIN_SCALE, MAX_SCALE = 0.003, 4.0
+ZOOM_STEP = 1.25
+
+
+class GraphCanvas(QGraphicsView):
+    """The canvas of one document's edited graph, following ``selection`` and the document's events."""
+
+    edit_refused = Signal(str)
+    zoom_changed = Signal(float)
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None):
+        # The view does not own its scene: keep the reference here, and parent it for Qt too.
+        self.canvas_scene = CanvasScene()
+        super().__init__(self.canvas_scene, parent)
+        self.canvas_scene.setParent(self)
+        self.selection = selection
+        self.document = None
+        self.collapsed: set[str] = set()
+        self._unsubscribe = None
+        self._drag: RewireDrag | None = None
+        self._pan_from: QPoint | None = None
+        self._panned = False
+        self._matches: list[str] = []
+        self._match_index = -1
+        self._pattern = ""
+
+        self.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.SmartViewportUpdate)
+        self.setOptimizationFlags(QGraphicsView.OptimizationFlag.DontSavePainterState
+                                  | QGraphicsView.OptimizationFlag.DontAdjustForAntialiasing)
+        self.setCacheMode(QGraphicsView.CacheModeFlag.CacheBackground)
+        self.setTransformationAnchor(QGraphicsView.ViewportAnchor.NoAnchor)
+        self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
+        self.setDragMode(QGraphicsView.DragMode.NoDrag)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setMouseTracking(True)
+
+        self.minimap = Minimap(self)
+        self.minimap.navigate.connect(self.centerOn)
+        self.search_bar = SearchBar(self)
+        self.search_bar.pattern_changed.connect(self.search)
+        self.search_bar.next_requested.connect(self.next_match)
+        self.search_bar.previous_requested.connect(self.previous_match)
+        self.search_bar.closed.connect(lambda: (self.search(""), self.setFocus()))
+        self.canvas_scene.layout_changed.connect(self._layout_changed)
+        self.horizontalScrollBar().valueChanged.connect(self._view_moved)
+        self.verticalScrollBar().valueChanged.connect(self._view_moved)
+        selection.changed.connect(self._selection_changed)
+
+    # -- document -----------------------------------------------------------------------------
+    def set_document(self, doc) -> None:
+        """Show ``doc``'s edited graph (or nothing for None) and follow its events."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._cancel_drag()
+        self.document = doc
+        self.collapsed = set()
+        if doc is None:
+            self.canvas_scene.clear_graph()
+            return
+        self._unsubscribe = doc.subscribe(self._on_event)
+        self._relayout(previous=None)
+        self.fit()
+
+    def _relayout(self, previous, refresh: set[str] | None = None) -> None:
+        from fxstudio.core.layout import compute_layout
+
+        gm = self.document.edited
+        layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous)
+        self.canvas_scene.show_graph(gm, layout, self.document.id_of, refresh)
+        self._apply_selection(scroll=False)
+        if self._pattern:
+            self._rematch()
+        self._sync_lod()
+
+    def _on_event(self, event) -> None:
+        """Redraw after an edit, undo, redo or reset: incremental layout, cards updated in place."""
+        self._cancel_drag()
+        if event.kind == "reset":
+            self._relayout(previous=None)
+            return
+        refresh: set[str] = set()
+        for nid in set(event.added) | set(event.changed):
+            node = self.document.node(nid)
+            if node is not None:   # its card, and its users' ports (they name it)
+                refresh.add(node.name)
+                refresh.update(u.name for u in node.users)
+                refresh.update(i.name for i in node.all_input_nodes)
+        self._relayout(previous=self.canvas_scene.layout, refresh=refresh)
+
+    # -- view ---------------------------------------------------------------------------------
+    def zoom(self) -> float:
+        """The current scale (1.0 = one scene unit per pixel)."""
+        return self.transform().m11()
+
+    def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
+        """Zoom by ``factor`` keeping the scene point under ``anchor`` (viewport pixels) in place."""
+        if anchor is None:
+            anchor = QPointF(self.viewport().rect().center())
+        new_scale = min(max(self.zoom() * factor, MIN_SCALE), MAX_SCALE)
+        factor = new_scale / self.zoom()
+        if abs(factor - 1.0) < 1e-9:
+            return
+        before = self.mapToScene(anchor.toPoint())
+        self.scale(factor, factor)
+        centre = QPointF(self.viewport().rect().center())
+        self.centerOn(before + (centre - anchor) / new_scale)
+        self._sync_lod()
+        self.zoom_changed.emit(new_scale)
+
+    def _sync_lod(self) -> None:
+        """Use the recorded overview when cards would be plain boxes anyway (fast at 100k nodes)."""
+        self.canvas_scene.set_overview(self.zoom() < st.LOD_PLAIN)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Pick the level of detail for the current zoom, then paint."""
+        self._sync_lod()
+        super().paintEvent(event)
+
+    def fit(self) -> None:
+        """Fit the whole graph in the view (never magnifying past 1.5×)."""
+        layout = self.canvas_scene.layout
+        if layout is None or not (layout.nodes or layout.groups):
+            return
+        x0, y0, x1, y1 = layout.bounds()
+        rect = QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-30, -30, 30, 30)
+        self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
+        if self.zoom() > 1.5:
+            self.zoom_by(1.5 / self.zoom())
+        self.centerOn(rect.center())
+        self._sync_lod()
+        self.zoom_changed.emit(self.zoom())
+
+    def center_on_node(self, node_id: int) -> bool:
+        """Scroll so the node's card is visible (centred if it was off screen); False if not shown."""
+        card = self.canvas_scene.by_id.get(node_id)
+        if card is None:
+            return False
+        visible = self.mapToScene(self.viewport().rect()).boundingRect()
+        if not visible.contains(card.sceneBoundingRect()):
+            self.centerOn(card.sceneBoundingRect().center())
+        return True
+
+    def viewport_pos_of(self, name: str, where: str = "center") -> QPoint:
+        """Viewport pixel of a card's centre (``where="center"``) or of its first input port (``"port:K"``)."""
+        card = self.canvas_scene.cards[name]
+        if where.startswith("port:"):
+            key = where[5:]
+            idx = next(i for i, p in enumerate(card.info.ports) if str(p.key) == key)
+            return self.mapFromScene(card.port_pos(idx))
+        return self.mapFromScene(card.sceneBoundingRect().center())
+
+    # -- collapse -----------------------------------------------------------------------------
+    def toggle_group(self, path: str) -> None:
+        """Collapse or expand the module group ``path``, keeping its corner where it was on screen."""
+        before = self._group_corner(path)
+        anchor = self.mapFromScene(before) if before is not None else None
+        if path in self.collapsed:
+            self.collapsed.discard(path)
+        else:
+            self.collapsed = {p for p in self.collapsed if not p.startswith(path + ".")} | {path}
+        self._relayout(previous=self.canvas_scene.layout)
+        after = self._group_corner(path)
+        if anchor is not None and after is not None:
+            centre = QPointF(self.viewport().rect().center())
+            self.centerOn(after + (centre - QPointF(anchor)) / self.zoom())
+
+    def _group_corner(self, path: str) -> QPointF | None:
+        g = self.canvas_scene.layout.groups.get(path) if self.canvas_scene.layout else None
+        return QPointF(g.x, g.y) if g is not None else None
+
+    # -- search -------------------------------------------------------------------------------
+    def search(self, pattern: str) -> int:
+        """Highlight the cards matching ``pattern`` (regex over name, op, target); go to the first.
+        Returns the number of matches."""
+        self._pattern = pattern
+        self._rematch()
+        if self._matches:
+            self._match_index = -1
+            self.next_match()
+        return len(self._matches)
+
+    def _rematch(self) -> None:
+        cards = self.canvas_scene.cards
+        for name in self._matches:
+            if name in cards:
+                cards[name].match = 0
+                cards[name].update()
+        self._matches = matching([c.info for c in cards.values()], self._pattern)
+        self._match_index = min(self._match_index, len(self._matches) - 1)
+        for name in self._matches:
+            cards[name].match = 1
+            cards[name].update()
+        self.search_bar.show_count(self._match_index + 1, len(self._matches))
+        self._update_highlights()
+
+    def _update_highlights(self) -> None:
+        """Tell the overview which nodes to mark: matches, the current match, the selection."""
+        marks = dict.fromkeys(self._matches, st.MATCH)
+        cur = self.current_match()
+        if cur is not None:
+            marks[cur] = st.CURRENT_MATCH
+        for nid in self.selection.ids():
+            card = self.canvas_scene.by_id.get(nid)
+            if card is not None:
+                marks[card.info.name] = st.SELECTED
+        self.canvas_scene.overview.highlights = marks
+        self.canvas_scene.overview.update()
+
+    def matches(self) -> list[str]:
+        """Names of the cards matching the current search, in graph order."""
+        return list(self._matches)
+
+    def current_match(self) -> str | None:
+        """The match the view is on, or None."""
+        return self._matches[self._match_index] if 0 <= self._match_index < len(self._matches) else None
+
+    def next_match(self, step: int = 1) -> str | None:
+        """Go to (centre on and select) the next match; wraps around. Returns its name."""
+        if not self._matches:
+            return None
+        cards = self.canvas_scene.cards
+        old = self.current_match()
+        if old is not None:
+            cards[old].match = 1
+            cards[old].update()
+        self._match_index = (self._match_index + step) % len(self._matches)
+        name = self._matches[self._match_index]
+        card = cards[name]
+        card.match = 2
+        card.update()
+        self.centerOn(card.sceneBoundingRect().center())
+        self.selection.set([card.info.node_id])
+        self.search_bar.show_count(self._match_index + 1, len(self._matches))
+        self._update_highlights()
+        return name
+
+    def previous_match(self) -> str | None:
+        """Go to the previous match."""
+        return self.next_match(-1)
+
+    def open_search(self) -> None:
+        """Show the find bar (Ctrl+F)."""
+        self._place_overlays()
+        self.search_bar.open_bar()
+
+    # -- selection ----------------------------------------------------------------------------
+    def _selection_changed(self, ids: list) -> None:
+        self._apply_selection(scroll=True)
+
+    def _apply_selection(self, scroll: bool) -> None:
+        ids = set(self.selection.ids())
+        for card in self.canvas_scene.cards.values():
+            sel = card.info.node_id in ids
+            if card.selected != sel:
+                card.selected = sel
+                card.update()
+        self._update_highlights()
+        current = self.selection.current()
+        if scroll and current is not None:
+            self.center_on_node(current)
+
+    # -- mouse --------------------------------------------------------------------------------
+    def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Toggle, rewire (press on a port or an edge end), select, or start panning."""
+        if event.button() != Qt.MouseButton.LeftButton:
+            return super().mousePressEvent(event)
+        self.setFocus(Qt.FocusReason.MouseFocusReason)
+        pos = self.mapToScene(event.position().toPoint())
+        scene = self.canvas_scene
+        path = scene.toggle_at(pos)
+        if path is not None:
+            self.toggle_group(path)
+            return event.accept()
+        tol = 4.0 / self.zoom()
+        card = scene.card_at(pos, tol)
+        port = card.port_at(pos) if card is not None and not scene.in_overview() else None
+        target = card
+        if port is None and not scene.in_overview():
+            edge = scene.edge_end_at(pos)   # the end of an input edge grabs that edge's port
+            if edge is not None and edge.route.dst in scene.cards:
+                target = scene.cards[edge.route.dst]
+                port = next((i for i, p in enumerate(target.info.ports)
+                             if p.src == edge.route.src and p.key == edge.route.key), None)
+        if port is not None and self.document is not None:
+            self._drag = RewireDrag(scene, self.document, target, port)
+            return event.accept()
+        if card is not None:
+            ids = self.selection.ids()
+            nid = card.info.node_id
+            if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                self.selection.set([i for i in ids if i != nid] if nid in ids else ids + [nid])
+            else:
+                self.selection.set([nid])
+            return event.accept()
+        self._pan_from = event.position().toPoint()
+        self._panned = False
+        self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+        event.accept()
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Drive the rewire feedback or pan the view."""
+        if self._drag is not None:
+            self._drag.move(self.mapToScene(event.position().toPoint()))
+            return event.accept()
+        if self._pan_from is not None:
+            p = event.position().toPoint()
+            d = p - self._pan_from
+            self._pan_from = p
+            if d.manhattanLength() > 0:
+                self._panned = True
+                self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - d.x())
+                self.verticalScrollBar().setValue(self.verticalScrollBar().value() - d.y())
+            return event.accept()
+        super().mouseMoveEvent(event)
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Finish a rewire (one ``set_arg``, or a refusal, or a cancel) or a pan."""
+        if self._drag is not None and event.button() == Qt.MouseButton.LeftButton:
+            drag, self._drag = self._drag, None
+            edit, reason = drag.release(self.mapToScene(event.position().toPoint()))
+            if edit is not None:
+                try:
+                    self.document.apply_edit(edit)
+                except EditRefused as exc:
+                    self.edit_refused.emit(str(exc))
+            elif reason:
+                self.edit_refused.emit(reason)
+            return event.accept()
+        if self._pan_from is not None and event.button() == Qt.MouseButton.LeftButton:
+            self._pan_from = None
+            self.viewport().unsetCursor()
+            if not self._panned:
+                self.selection.clear()
+            return event.accept()
+        super().mouseReleaseEvent(event)
+
+    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Double-clicking a collapsed module expands it."""
+        item = self.canvas_scene.item_at(self.mapToScene(event.position().toPoint()), (GroupCard,))
+        if item is not None:
+            self.toggle_group(item.group.path)
+            return event.accept()
+        self.mousePressEvent(event)
+
+    def _cancel_drag(self) -> None:
+        if self._drag is not None:
+            self._drag.finish()
+            self._drag = None
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Zoom around the cursor."""
+        dy = event.angleDelta().y()
+        if dy:
+            self.zoom_by(1.0015 ** dy, event.position())
+        event.accept()
+
+    # -- keyboard -----------------------------------------------------------------------------
+    def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """F fit, +/- zoom, arrows pan, Ctrl+F find, F3/Shift+F3 cycle matches, Esc cancel."""
+        key, mods = event.key(), event.modifiers()
+        ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
+        shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
+        cursor = self.viewport().mapFromGlobal(self.cursor().pos())
+        anchor = QPointF(cursor) if self.viewport().rect().contains(cursor) else None
+        step = 60
+        if key == Qt.Key.Key_F and not ctrl:
+            self.fit()
+        elif key == Qt.Key.Key_F and ctrl:
+            self.open_search()
+        elif key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
+            self.zoom_by(ZOOM_STEP, anchor)
+        elif key in (Qt.Key.Key_Minus, Qt.Key.Key_Underscore):
+            self.zoom_by(1 / ZOOM_STEP, anchor)
+        elif key == Qt.Key.Key_F3:
+            self.next_match(-1 if shift else 1)
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self._matches:
+            self.next_match(-1 if shift else 1)
+        elif key == Qt.Key.Key_Left:
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - step)
+        elif key == Qt.Key.Key_Right:
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() + step)
+        elif key == Qt.Key.Key_Up:
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() - step)
+        elif key == Qt.Key.Key_Down:
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() + step)
+        elif key == Qt.Key.Key_Escape:
+            self._cancel_drag()
+            self.search_bar.close_bar()
+        else:
+            return super().keyPressEvent(event)
+        event.accept()
+
+    # -- overlays -----------------------------------------------------------------------------
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """Keep the minimap bottom-right and the find bar top-right."""
+        super().resizeEvent(event)
+        self._place_overlays()
+        self._view_moved()
+
+    def _place_overlays(self) -> None:
+        vp = self.viewport().geometry()
+        self.minimap.move(vp.right() - self.minimap.width() - 10, vp.bottom() - self.minimap.height() - 10)
+        self.search_bar.adjustSize()
+        self.search_bar.move(vp.right() - self.search_bar.width() - 10, vp.top() + 10)
+
+    def _layout_changed(self) -> None:
+        self.minimap.set_layout(self.canvas_scene.layout, self.sceneRect())
+        self._view_moved()
+
+    def _view_moved(self, *_):
+        self.minimap.set_view_rect(self.mapToScene(self.viewport().rect()).boundingRect())

@@ -1,0 +1,167 @@
+"""A read-only code pane: pygments highlighting, line numbers, one highlighted line, line clicks."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QPainter, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+from pygments.lexers import PythonLexer
+from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
+
+# A light palette close to common IDE defaults; the first matching token type wins.
+_PALETTE = [
+    (Comment, "#6a737d", False, True),
+    (Keyword, "#8839ef", True, False),
+    (Name.Builtin, "#1e66f5", False, False),
+    (Name.Function, "#1e66f5", True, False),
+    (Name.Class, "#df8e1d", True, False),
+    (Name.Decorator, "#df8e1d", False, False),
+    (String, "#40a02b", False, False),
+    (Number, "#d20f39", False, False),
+    (Operator.Word, "#8839ef", True, False),
+]
+
+
+def _format_for(token) -> QTextCharFormat | None:
+    for ttype, color, bold, italic in _PALETTE:
+        if token in ttype:
+            fmt = QTextCharFormat()
+            fmt.setForeground(QColor(color))
+            if bold:
+                fmt.setFontWeight(QFont.Weight.DemiBold)
+            fmt.setFontItalic(italic)
+            return fmt
+    return None
+
+
+class PygmentsHighlighter(QSyntaxHighlighter):
+    """Highlights Python line by line with pygments' lexer (generated FX code has no multi-line strings)."""
+
+    def __init__(self, document):
+        super().__init__(document)
+        self._lexer = PythonLexer(stripnl=False, ensurenl=False)
+        self._formats: dict = {}
+
+    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
+        pos = 0
+        for token, value in self._lexer.get_tokens(text):
+            n = len(value)
+            if token is not Token.Text and n:
+                if token not in self._formats:
+                    self._formats[token] = _format_for(token)
+                fmt = self._formats[token]
+                if fmt is not None:
+                    self.setFormat(pos, n, fmt)
+            pos += n
+
+
+class _LineNumbers(QWidget):
+    def __init__(self, editor: "CodeEditor"):
+        super().__init__(editor)
+        self.editor = editor
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(self.editor.gutter_width(), 0)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        self.editor.paint_gutter(event)
+
+
+class CodeEditor(QPlainTextEdit):
+    """Read-only highlighted code with a line-number gutter; emits ``line_clicked(line, word)``."""
+
+    line_clicked = Signal(int, str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setReadOnly(True)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse | Qt.TextInteractionFlag.TextSelectableByKeyboard)
+        font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+        font.setPointSize(max(9, font.pointSize()))
+        self.setFont(font)
+        self.highlighter = PygmentsHighlighter(self.document())
+        self._gutter = _LineNumbers(self)
+        self._line = 0
+        self.blockCountChanged.connect(lambda _n: self._update_margins())
+        self.updateRequest.connect(self._scroll_gutter)
+        self._update_margins()
+
+    def gutter_width(self) -> int:
+        """Width of the line-number gutter for the current line count."""
+        digits = max(3, len(str(self.blockCount())))
+        return 10 + self.fontMetrics().horizontalAdvance("9") * digits
+
+    def _update_margins(self) -> None:
+        self.setViewportMargins(self.gutter_width(), 0, 0, 0)
+
+    def _scroll_gutter(self, rect: QRect, dy: int) -> None:
+        if dy:
+            self._gutter.scroll(0, dy)
+        else:
+            self._gutter.update(0, rect.y(), self._gutter.width(), rect.height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        cr = self.contentsRect()
+        self._gutter.setGeometry(QRect(cr.left(), cr.top(), self.gutter_width(), cr.height()))
+
+    def paint_gutter(self, event) -> None:
+        """Draw the visible line numbers, the highlighted line's in bold."""
+        painter = QPainter(self._gutter)
+        painter.fillRect(event.rect(), QColor("#f3f4f6"))
+        block = self.firstVisibleBlock()
+        number = block.blockNumber()
+        top = round(self.blockBoundingGeometry(block).translated(self.contentOffset()).top())
+        height = self.fontMetrics().height()
+        while block.isValid() and top <= event.rect().bottom():
+            bottom = top + round(self.blockBoundingRect(block).height())
+            if block.isVisible() and bottom >= event.rect().top():
+                current = number + 1 == self._line
+                painter.setPen(QColor("#1f2937" if current else "#9ca3af"))
+                font = self.font()
+                font.setBold(current)
+                painter.setFont(font)
+                painter.drawText(0, top, self._gutter.width() - 6, height, Qt.AlignmentFlag.AlignRight, str(number + 1))
+            block = block.next()
+            top = bottom
+            number += 1
+        painter.end()
+
+    def set_code(self, text: str) -> None:
+        """Replace the text, keeping the scroll position when the text is an edit of the previous one."""
+        bar = self.verticalScrollBar().value()
+        self.setPlainText(text)
+        self.verticalScrollBar().setValue(bar)
+        self.highlight_line(self._line, scroll=False)
+
+    def highlight_line(self, line: int, *, scroll: bool = True) -> None:
+        """Mark 1-based ``line`` (0 for none) with a full-width band and scroll it into view."""
+        self._line = line
+        selections = []
+        block = self.document().findBlockByNumber(line - 1) if line > 0 else None
+        if block is not None and block.isValid():
+            sel = QTextEdit.ExtraSelection()
+            sel.format.setBackground(QColor("#fff3bf"))
+            sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+            sel.cursor = QTextCursor(block)
+            selections.append(sel)
+            if scroll:
+                cursor = QTextCursor(block)
+                self.setTextCursor(cursor)
+                self.centerCursor()
+        self.setExtraSelections(selections)
+        self._gutter.update()
+
+    def current_line(self) -> int:
+        """The highlighted 1-based line, 0 when none."""
+        return self._line
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().mouseReleaseEvent(event)
+        if event.button() != Qt.MouseButton.LeftButton or self.textCursor().hasSelection():
+            return
+        cursor = self.cursorForPosition(event.position().toPoint())
+        line = cursor.blockNumber() + 1
+        cursor.select(QTextCursor.SelectionType.WordUnderCursor)
+        self.line_clicked.emit(line, cursor.selectedText())

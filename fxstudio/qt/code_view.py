@@ -1,0 +1,169 @@
+"""The Code dock: the edited module's generated Python and the original model file's source.
+
+Tab "Edited code" shows ``doc.module().code`` highlighted, with the selected node's line marked;
+clicking a line selects the node that line defines. Tab "Source" shows the user's file scrolled to
+the selected node's source line (``node.meta["fxs_source"]``), or any file:line asked for by
+:meth:`CodeView.show_source` (the trace-failure dialog's links).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
+
+from fxstudio.qt.code_editor import CodeEditor
+from fxstudio.qt.lazy_refresh import LazyRefresh
+from fxstudio.qt.selection import SelectionModel
+
+_ASSIGN = re.compile(r"^\s+([A-Za-z_]\w*)\s*=\s")
+_DEF = re.compile(r"^def forward\(")
+
+
+def map_code_lines(code: str, graph) -> tuple[dict[str, int], dict[int, str]]:
+    """For generated FX code: node name → 1-based line defining it, and line → node name.
+
+    Placeholders live on the ``def forward`` line, ``output`` on the ``return`` line, every other
+    node on the line that assigns its name.
+    """
+    names = {n.name for n in graph.nodes}
+    placeholders = [n.name for n in graph.nodes if n.op == "placeholder"]
+    output = next((n.name for n in reversed(graph.nodes) if n.op == "output"), None)
+    line_of: dict[str, int] = {}
+    node_at: dict[int, str] = {}
+    for number, text in enumerate(code.split("\n"), start=1):
+        m = _ASSIGN.match(text)
+        if m and m.group(1) in names and m.group(1) not in line_of:
+            line_of[m.group(1)] = number
+            node_at[number] = m.group(1)
+        elif _DEF.match(text):
+            for name in placeholders:
+                line_of.setdefault(name, number)
+            if placeholders:
+                node_at[number] = placeholders[0]
+        elif output and text.strip().startswith("return") and output not in line_of:
+            line_of[output] = number
+            node_at[number] = output
+    return line_of, node_at
+
+
+class CodeView(QWidget):
+    """Edited code and original source, both following the selection."""
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.selection = selection
+        self.doc = None
+        self._unsubscribe = None
+        self._line_of: dict[str, int] = {}
+        self._node_at: dict[int, str] = {}
+        self._source_file: Path | None = None
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.edited = CodeEditor(self)
+        self.edited.setObjectName("editedCode")
+        self.source = CodeEditor(self)
+        self.source.setObjectName("sourceCode")
+        self.source_label = QLabel("", self)
+        self.source_label.setObjectName("sourceLabel")
+        source_page = QWidget(self)
+        sl = QVBoxLayout(source_page)
+        sl.setContentsMargins(0, 0, 0, 0)
+        sl.setSpacing(2)
+        sl.addWidget(self.source_label)
+        sl.addWidget(self.source)
+        self.tabs.addTab(self.edited, "Edited code")
+        self.tabs.addTab(source_page, "Source")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.tabs)
+        self.lazy = LazyRefresh(self, self.refresh)
+        self.edited.line_clicked.connect(self._edited_line_clicked)
+        selection.changed.connect(lambda _ids: self.follow_selection())
+
+    def set_document(self, doc) -> None:
+        """Show ``doc`` (or nothing) and follow its events."""
+        if self._unsubscribe:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.doc = doc
+        self._source_file = None
+        if doc is not None:
+            self._unsubscribe = doc.subscribe(lambda _e: self.lazy.request())
+            path = doc.loaded.path
+            if path is not None and Path(path).suffix == ".py":
+                self._load_source(Path(path))
+            else:
+                self.source.set_code("")
+                self.source_label.setText(" No Python source: this model was loaded from a saved file.")
+        else:
+            self.source.set_code("")
+            self.source_label.setText("")
+        self.lazy.request()
+        self.lazy.flush()
+
+    def refresh(self) -> None:
+        """Regenerate the edited code (recompiling the module if stale) and re-mark the selection."""
+        if self.doc is None:
+            self.edited.set_code("")
+            self._line_of, self._node_at = {}, {}
+            return
+        gm = self.doc.module()
+        code = gm.code.lstrip("\n")
+        self._line_of, self._node_at = map_code_lines(code, gm.graph)
+        self.edited.set_code(code)
+        self.follow_selection()
+
+    def follow_selection(self) -> None:
+        """Mark the selected node's line in both tabs."""
+        if self.doc is None:
+            return
+        node_id = self.selection.current()
+        node = self.doc.node(node_id) if node_id is not None else None
+        if node is None:
+            self.edited.highlight_line(0)
+            return
+        self.edited.highlight_line(self._line_of.get(node.name, 0))
+        src = node.meta.get("fxs_source")
+        if isinstance(src, dict) and src.get("file") and src.get("line"):
+            self.show_source(src["file"], int(src["line"]), switch=False)
+
+    def line_for(self, name: str) -> int:
+        """The 1-based line of the edited code that defines node ``name`` (0 if none)."""
+        return self._line_of.get(name, 0)
+
+    def show_source(self, file: str | Path, line: int, *, switch: bool = True) -> None:
+        """Show ``file`` in the Source tab with ``line`` marked (and bring the tab forward)."""
+        path = Path(file)
+        if path != self._source_file:
+            if not self._load_source(path):
+                return
+        self.source.highlight_line(line)
+        self.source_label.setText(f" {path.name}:{line}  —  {path}")
+        if switch:
+            self.tabs.setCurrentIndex(1)
+
+    def _load_source(self, path: Path) -> bool:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+        self._source_file = path
+        self.source.set_code(text)
+        self.source_label.setText(f" {path.name}  —  {path}")
+        return True
+
+    def _edited_line_clicked(self, line: int, word: str) -> None:
+        if self.doc is None:
+            return
+        name = self._node_at.get(line)
+        if name is None:
+            return
+        if line == self._line_of.get(name) and word and self.doc.find(word) is not None:
+            first = self.doc.find(word)
+            if first.op == "placeholder":
+                name = word  # the def line: the parameter clicked on
+        node = self.doc.find(name)
+        if node is not None:
+            self.selection.set([self.doc.id_of(node)])

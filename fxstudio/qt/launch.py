@@ -1,0 +1,135 @@
+"""Starting the window for ``fxstudio [MODEL]``: the application, recovery offer, ``--replay`` and
+``--screenshot``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+
+from fxstudio.core.errors import FxStudioError, ScriptError
+from fxstudio.resources import DEFAULT_EXAMPLE, example_path
+
+
+def make_app() -> QApplication:
+    """The QApplication (created once), styled."""
+    from fxstudio.qt.style import apply_app_style
+
+    app = QApplication.instance() or QApplication([sys.argv[0]])
+    app.setApplicationName("fxstudio")
+    app.setOrganizationName("fxstudio")
+    app.setApplicationDisplayName("fxstudio")
+    apply_app_style(app)
+    return app
+
+
+def settle(app: QApplication, seconds: float = 0.3) -> None:
+    """Process events for a moment (layouts, deferred redraws) before grabbing the window."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def _read_edits(path: str | None) -> list[dict] | None:
+    if not path:
+        return None
+    from fxstudio.core.edit_script import load_script
+
+    return load_script(path)["edits"]
+
+
+def launch(args, options: dict, size: tuple[int, int]) -> int:
+    """Run the GUI for the parsed ``args``; returns the exit status."""
+    app = make_app()
+    from fxstudio.qt.main_window import MainWindow
+
+    spec = args.model or str(example_path(DEFAULT_EXAMPLE))
+    edits = _read_edits(args.replay)
+    if args.screenshot:
+        return _screenshot(app, spec, options, edits, args, size)
+    window = MainWindow()
+    window.show()
+
+    def start() -> None:
+        from fxstudio.qt.recovery import offer_recovery, pick_journal
+
+        entry = pick_journal(spec)
+        same_model = entry is not None and _same(entry.model, spec)
+        if same_model and offer_recovery(window, spec):
+            return
+        window.open_path(spec, origin="argument", options=options)
+        if edits:
+            window.open_flow.opened.connect(lambda _doc: _replay(window, edits, args.select), )
+        elif args.select:
+            window.open_flow.opened.connect(lambda _doc: _select(window, args.select))
+        if entry is not None and not same_model:
+            window.open_flow.opened.connect(lambda _doc: QTimer.singleShot(0, lambda: offer_recovery(window, None)))
+
+    QTimer.singleShot(0, start)
+    return int(app.exec())
+
+
+def _same(model_key: str, spec: str) -> bool:
+    from fxstudio.core.journal import model_key as key
+
+    return model_key == key(spec)
+
+
+def _replay(window, edits: list[dict], select: str | None) -> None:
+    if window.document is not None and window.document.history_index == 0:
+        window.apply_edits(edits, source="--replay")
+    if select:
+        _select(window, select)
+
+
+def _select(window, name: str) -> bool:
+    doc = window.document
+    node = doc.find(name) if doc is not None else None
+    if node is None:
+        window.statusBar().showMessage(f"No node named {name!r}", 6000)
+        return False
+    window.selection.set([doc.id_of(node)])
+    return True
+
+
+def _screenshot(app, spec: str, options: dict, edits, args, size: tuple[int, int]) -> int:
+    from fxstudio.qt.main_window import MainWindow
+
+    out = Path(args.screenshot)
+    if out.suffix.lower() not in (".png", ".jpg", ".jpeg", ".bmp"):
+        raise ScriptError(f"--screenshot needs an image file name ending in .png, not {out.name!r}")
+    if not out.parent.exists():
+        raise ScriptError(f"--screenshot: the folder {out.parent} does not exist")
+    # A screenshot is the first-run window: default layout, nothing autosaved or remembered.
+    window = MainWindow(autosave=False, persist=False)
+    window.resize(*size)
+    window.show()
+    settle(app, 0.1)
+    window.open_path(spec, origin="argument", options=options, sync=True)
+    if edits and not window.apply_edits(edits, source="--replay"):
+        messages = [m for m in window.problems.messages() if m[0] == "error"]
+        raise FxStudioError(messages[0][2] if messages else "an edit of --replay was refused", hint=None)
+    if args.select and not _select(window, args.select):
+        raise ScriptError(f"--select: the graph has no node named {args.select!r}")
+    settle(app, 0.4)
+    for view in window.views.values():
+        lazy = getattr(view, "lazy", None)
+        if lazy is not None:
+            lazy.flush()
+    if args.select and window.canvas is not None:
+        window.canvas.zoom_by(1.0 / window.canvas.zoom())  # readable cards around the selected node
+        window.canvas.center_on_node(window.selection.current())
+    else:
+        window.fit()
+    settle(app, 0.3)
+    if not window.grab().save(str(out)):
+        raise ScriptError(f"--screenshot: could not write {out}")
+    window.autosave = False
+    window.document = None  # nothing to ask about on close
+    window.close()
+    print(f"fxstudio: wrote {out} ({size[0]}x{size[1]})")
+    return 0

@@ -1,0 +1,339 @@
+"""The editor window: canvas in the centre, docks around it, menus, status bar, autosave.
+
+The window owns the document and the selection; every view gets ``set_document(doc)`` and follows
+the ``SelectionModel``. The window redraws its own chrome (title, status bar, action states) from
+``DocumentEvent``s and writes the autosave journal after every edit, undo and redo.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, QTimer, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox
+
+from fxstudio.core import journal
+from fxstudio.qt import menus
+from fxstudio.qt.docks import build_docks, default_sizes
+from fxstudio.qt.open_dialogs import ask_unsaved
+from fxstudio.qt.open_flow import MODEL_SUFFIXES, OpenFlow
+from fxstudio.qt.selection import SelectionModel
+from fxstudio.qt.settings import Preferences, make_settings
+from fxstudio.qt.style import apply_style
+from fxstudio.qt.window_commands import WindowCommands
+
+DEFAULT_SIZE = (1600, 1000)
+STATE_VERSION = 1
+
+
+class MainWindow(WindowCommands, QMainWindow):
+    """fxstudio's main window. ``document`` is the open ``Document`` or None."""
+
+    document_changed = Signal(object)
+
+    def __init__(self, settings: QSettings | None = None, *, autosave: bool = True, persist: bool = True):
+        """``autosave``: write the crash journal; ``persist``: restore and save layout and recent files."""
+        super().__init__()
+        self.setObjectName("fxstudioMainWindow")
+        self.settings = settings if settings is not None else make_settings()
+        self.prefs = Preferences(self.settings)
+        self.autosave = autosave
+        self.persist = persist
+        self.document = None
+        self.spec: str | None = None
+        self.options: dict = {}
+        self.script_path: Path | None = None
+        self.last_failure_dialog = None
+        self._unsubscribe = None
+        self._tasks: list = []
+        self.selection = SelectionModel(self)
+        apply_style(self)
+        self.canvas = self._make_canvas()
+        if self.canvas is not None:
+            self.setCentralWidget(self.canvas)
+        self.dock_set = build_docks(self, self.selection)
+        self.docks, self.views = self.dock_set.docks, self.dock_set.views
+        self.code, self.table = self.views["code"], self.views["table"]
+        self.problems, self.history = self.views["problems"], self.views["history"]
+        self.properties = self.views["properties"]
+        self.run_pane = self.views.get("run")
+        self.actions = menus.build_actions(self)
+        self.menus = menus.build_menus(self, self.actions)
+        menus.add_dock_toggles(self, self.menus["view"], self.docks)
+        self.toolbar = menus.build_toolbar(self, self.actions)
+        self._connect_views()
+        self._build_status_bar()
+        self.open_flow = OpenFlow(self)
+        self.setAcceptDrops(True)
+        self._default_state = self.saveState(STATE_VERSION)
+        self._restore_settings()
+        self.update_chrome()
+
+    # ------------------------------------------------------------------ construction
+
+    def _make_canvas(self):
+        import importlib.util
+
+        if importlib.util.find_spec("fxstudio.qt.canvas.view") is None:
+            return None
+        from fxstudio.qt.canvas.view import GraphCanvas
+
+        return GraphCanvas(self.selection)
+
+    def _connect_views(self) -> None:
+        self.properties.edit_refused.connect(lambda msg: self.report_refusal(msg))
+        if self.canvas is not None:
+            self.canvas.edit_refused.connect(lambda msg: self.report_refusal(msg))
+        if self.run_pane is not None and hasattr(self.run_pane, "node_activated"):
+            self.run_pane.node_activated.connect(lambda node_id: self.selection.set([node_id]))
+        self.problems.counts_changed.connect(lambda *_: self.update_status())
+        self.selection.changed.connect(lambda _ids: self.update_chrome())
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        bar.setObjectName("statusBar")
+        self.status_nodes = QLabel("", self)
+        self.status_nodes.setObjectName("statusNodes")
+        self.status_lint = QLabel("", self)
+        self.status_lint.setObjectName("statusLint")
+        self.status_edits = QLabel("", self)
+        self.status_edits.setObjectName("statusEdits")
+        self.status_selected = QLabel("", self)
+        self.status_selected.setObjectName("statusSelected")
+        for label in (self.status_selected, self.status_nodes, self.status_edits, self.status_lint):
+            label.setContentsMargins(8, 0, 8, 0)
+            bar.addPermanentWidget(label)
+
+    def _restore_settings(self) -> None:
+        geometry = self.settings.value("window/geometry") if self.persist else None
+        state = self.settings.value("window/state") if self.persist else None
+        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(*DEFAULT_SIZE)
+        self._restored_state = isinstance(state, QByteArray) and self.restoreState(state, STATE_VERSION)
+        self._sized = False
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        if not self._sized:
+            self._sized = True
+            if not self._restored_state:
+                default_sizes(self, self.dock_set)
+
+    def reset_layout(self) -> None:
+        """Put every dock back where it starts on a first run."""
+        self.restoreState(self._default_state, STATE_VERSION)
+        for dock in self.docks.values():
+            dock.show()
+        default_sizes(self, self.dock_set)
+
+    def save_settings(self) -> None:
+        """Persist geometry and dock layout (recent files and trust are saved as they change)."""
+        if not self.persist:
+            return
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState(STATE_VERSION))
+        self.settings.sync()
+
+    # ------------------------------------------------------------------ the document
+
+    def set_document(self, doc, spec: str | None = None, options: dict | None = None) -> None:
+        """Show ``doc`` in every view; ``spec`` is what was opened (for recent files and the journal)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        old_spec = self.spec
+        self.document = doc
+        self.spec = spec
+        self.options = dict(options or {})
+        self.script_path = None
+        self.selection.clear()
+        if doc is not None:
+            self._unsubscribe = doc.subscribe(self._on_event)
+        for view in [self.canvas, *self.views.values()]:
+            if view is not None:
+                view.set_document(doc)
+        if doc is not None and spec and self.persist and not _is_builtin(spec):
+            self.prefs.add_recent(spec)
+        if old_spec and old_spec != spec and self.autosave:
+            journal.clear_journal(old_spec)
+        self.write_journal()
+        self.update_chrome()
+        if doc is not None:
+            self.statusBar().showMessage(f"Opened {doc.loaded.display_name}", 5000)
+        self.document_changed.emit(doc)
+
+    def _on_event(self, event) -> None:
+        if event.kind in ("edited", "undone", "redone", "reset"):
+            self.write_journal()
+        elif event.kind == "saved" and self.spec and self.autosave:
+            journal.clear_journal(self.spec)
+        self.update_chrome()
+
+    def write_journal(self) -> None:
+        """Autosave: the edit script of unsaved work, or no journal when there is none."""
+        if not self.autosave or self.document is None or not self.spec:
+            return
+        doc = self.document
+        if not doc.dirty:
+            journal.clear_journal(self.spec)
+            return
+        try:
+            journal.write_journal(
+                self.spec, doc.edit_script(), labels=list(doc.history[: doc.history_index]),
+                options=_journal_options(self.options),
+            )
+        except OSError as exc:  # a full disk must not stop editing; say so where it is seen
+            self.problems.add("warning", "autosave", f"Could not write the autosave journal: {exc}")
+
+    def update_chrome(self) -> None:
+        """Title, action states and status bar from the document's current state."""
+        doc = self.document
+        if doc is None:
+            self.setWindowTitle("fxstudio")
+            self.setWindowModified(False)
+        else:
+            dirty = bool(doc.dirty)
+            self.setWindowTitle(f"{doc.loaded.display_name}{' *' if dirty else ''} — fxstudio")
+            self.setWindowModified(dirty)
+        has = doc is not None
+        a = self.actions
+        a["undo"].setEnabled(has and doc.can_undo)
+        a["redo"].setEnabled(has and doc.can_redo)
+        if has and doc.can_undo:
+            a["undo"].setText(f"&Undo {doc.history[doc.history_index - 1]}")
+        else:
+            a["undo"].setText("&Undo")
+        if has and doc.can_redo:
+            a["redo"].setText(f"&Redo {doc.history[doc.history_index]}")
+        else:
+            a["redo"].setText("&Redo")
+        for key in ("save", "save_as", "export", "replay", "find", "find_next", "fit"):
+            a[key].setEnabled(has)
+        a["delete"].setEnabled(has and self.selection.current() is not None)
+        self.update_status()
+
+    def update_status(self) -> None:
+        """The permanent status-bar fields: selection, node count, edits, lint verdict."""
+        doc = self.document
+        if doc is None:
+            for label in (self.status_nodes, self.status_lint, self.status_edits, self.status_selected):
+                label.setText("")
+            return
+        count = len(doc.edited.graph.nodes)
+        self.status_nodes.setText(f"{count:,} nodes")
+        n = doc.history_index
+        self.status_edits.setText(
+            f"{n} edit{'s' if n != 1 else ''}" + (", unsaved" if doc.dirty else (", saved" if n else ""))
+        )
+        if self.problems.lint_message:
+            self.status_lint.setText("lint: ✖ fails")
+            self.status_lint.setToolTip(self.problems.lint_message)
+            self.status_lint.setStyleSheet("color: #c0392b;")
+        else:
+            self.status_lint.setText("lint: ✔ ok")
+            self.status_lint.setToolTip("The edited graph passes graph.lint()")
+            self.status_lint.setStyleSheet("color: #2e7d32;")
+        node = doc.node(self.selection.current()) if self.selection.current() is not None else None
+        self.status_selected.setText(f"selected: {node.name} ({node.op})" if node is not None else "")
+
+    # ------------------------------------------------------------------ opening
+
+    def open_path(self, spec, *, origin: str = "dialog", options: dict | None = None, edits=None,
+                  sync: bool = False) -> bool:
+        """Open a model file (see ``OpenFlow.open``); the result arrives later unless ``sync``."""
+        return self.open_flow.open(spec, origin=origin, options=options, edits=edits, sync=sync)
+
+    def open_example(self, path: Path) -> bool:
+        """Open a built-in example."""
+        return self.open_path(path, origin="example")
+
+    def confirm_discard(self, action: str) -> bool:
+        """Before ``action`` drops unsaved edits: ask Save/Discard/Cancel; True to go ahead."""
+        doc = self.document
+        if doc is None or not doc.dirty:
+            return True
+        answer = ask_unsaved(self, doc.loaded.display_name, action)
+        if answer == QMessageBox.StandardButton.Save:
+            return self.save_script()
+        if answer == QMessageBox.StandardButton.Discard:
+            if self.spec and self.autosave:
+                journal.clear_journal(self.spec)
+            return True
+        return False
+
+    def show_source(self, file: str, line: int) -> None:
+        """Show ``file`` at ``line`` in the Code dock's Source tab."""
+        self.docks["code"].show()
+        self.docks["code"].raise_()
+        self.code.show_source(file, line)
+
+    def report_refusal(self, message: str) -> None:
+        """A refused edit from any view: Problems dock and status bar."""
+        self.problems.add_refusal(message)
+        self.statusBar().showMessage(f"Refused: {message.splitlines()[0] if message else ''}", 8000)
+
+    # ------------------------------------------------------------------ window events
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt override)
+        if self.open_flow.busy:
+            self.open_flow.cancel()
+        if not self.confirm_discard("closing"):
+            event.ignore()
+            return
+        self.save_settings()
+        if self.spec and self.autosave and (self.document is None or not self.document.dirty):
+            journal.clear_journal(self.spec)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        event.accept()
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        if _dropped_model(event.mimeData()) is not None:
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        self.dragEnterEvent(event)
+
+    def dropEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        path = _dropped_model(event.mimeData())
+        if path is None:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        # Open after the drop returns: a modal question inside a drop handler blocks the drag source.
+        QTimer.singleShot(0, lambda: self.open_path(path, origin="drop"))
+
+
+def _dropped_model(mime) -> Path | None:
+    if not mime.hasUrls():
+        return None
+    for url in mime.urls():
+        if url.isLocalFile():
+            path = Path(url.toLocalFile())
+            if path.suffix.lower() in MODEL_SUFFIXES and path.is_file():
+                return path
+    return None
+
+
+def _is_builtin(spec: str) -> bool:
+    from fxstudio.qt.open_flow import is_example
+
+    return is_example(Path(spec.partition("::")[0]))
+
+
+def _journal_options(options: dict) -> dict:
+    out = {}
+    if options.get("tracer"):
+        out["tracer"] = options["tracer"]
+    if options.get("input_shapes"):
+        out["input_shapes"] = [list(s) for s in options["input_shapes"]]
+    if options.get("trust"):
+        out["trust"] = True
+    return out
+

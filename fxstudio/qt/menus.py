@@ -1,0 +1,119 @@
+"""The window's actions, menus and toolbar, with the shortcuts desktop users expect."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow, QMenu, QToolBar
+
+from fxstudio.resources import EXAMPLES_DIR
+
+
+def _action(window: QMainWindow, text: str, slot, shortcuts=(), tip: str = "", name: str = "") -> QAction:
+    action = QAction(text, window)
+    if shortcuts:
+        action.setShortcuts([QKeySequence(s) if isinstance(s, str) else QKeySequence(s) for s in shortcuts])
+    if tip:
+        action.setStatusTip(tip)
+        action.setToolTip(tip)
+    action.setObjectName(name or "action_" + "".join(c for c in text.lower() if c.isalnum()))
+    action.triggered.connect(lambda _checked=False: slot())
+    window.addAction(action)  # shortcuts work even when the menu bar is hidden
+    return action
+
+
+def examples() -> list[Path]:
+    """The built-in example model files, by name."""
+    return sorted(EXAMPLES_DIR.glob("*.py"))
+
+
+def build_actions(w) -> dict[str, QAction]:
+    """Every action of the window ``w`` (a ``MainWindow``), by key."""
+    a = {
+        "open": _action(w, "&Open…", w.open_dialog, [QKeySequence.StandardKey.Open], "Open a model file (.py, .pt2, .pt)"),
+        "save": _action(w, "&Save Edit Script", w.save_script, [QKeySequence.StandardKey.Save], "Save the edits as a replayable edit script"),
+        "save_as": _action(w, "Save Edit Script &As…", w.save_script_as, ["Ctrl+Shift+S"], "Save the edits to a new edit script"),
+        "replay": _action(w, "&Apply Edit Script…", w.replay_dialog, [], "Apply the edits of a saved script to this model"),
+        "export": _action(w, "&Export Python…", w.export_dialog, ["Ctrl+E"], "Export the edited module as a standalone, verified .py"),
+        "quit": _action(w, "&Quit", w.close, [QKeySequence.StandardKey.Quit], "Quit fxstudio"),
+        "undo": _action(w, "&Undo", w.undo, ["Ctrl+Z"], "Undo the last edit"),
+        "redo": _action(w, "&Redo", w.redo, ["Ctrl+Shift+Z", "Ctrl+Y"], "Redo the edit undone last"),
+        "delete": _action(w, "&Delete Node", w.delete_selected, [QKeySequence.StandardKey.Delete], "Erase the selected node"),
+        "find": _action(w, "&Find…", w.focus_find, [QKeySequence.StandardKey.Find], "Find nodes by name, op or target"),
+        "find_next": _action(w, "Find &Next", w.find_next, [QKeySequence.StandardKey.FindNext], "Next match"),
+        "fit": _action(w, "&Fit Graph", w.fit, ["F"], "Fit the whole graph in the canvas"),
+        "about": _action(w, "&About fxstudio", w.about, [], "About fxstudio"),
+        "clear_recent": _action(w, "Clear Recent Files", w.clear_recent, [], "Forget the recent files"),
+        "reset_layout": _action(w, "Reset Window Layout", w.reset_layout, [], "Put the docks back where they started"),
+    }
+    return a
+
+
+def build_menus(w, actions: dict[str, QAction]) -> dict[str, QMenu]:
+    """The menu bar: File, Edit, View, Help; returns the menus by key (recent, examples included)."""
+    bar = w.menuBar()
+    menus: dict[str, QMenu] = {}
+    file = bar.addMenu("&File")
+    file.addAction(actions["open"])
+    menus["recent"] = file.addMenu("Open &Recent")
+    menus["recent"].setObjectName("menu_recent")
+    menus["recent"].aboutToShow.connect(w.populate_recent)
+    menus["examples"] = file.addMenu("E&xamples")
+    _fill_examples(w, menus["examples"])
+    file.addSeparator()
+    for key in ("save", "save_as", "replay", "export"):
+        file.addAction(actions[key])
+    file.addSeparator()
+    file.addAction(actions["quit"])
+    edit = bar.addMenu("&Edit")
+    for key in ("undo", "redo"):
+        edit.addAction(actions[key])
+    edit.addSeparator()
+    edit.addAction(actions["delete"])
+    menus["structure"] = edit
+    edit.addSeparator()
+    edit.addAction(actions["find"])
+    edit.addAction(actions["find_next"])
+    view = bar.addMenu("&View")
+    view.addAction(actions["fit"])
+    view.addSeparator()
+    menus["view"] = view
+    help_menu = bar.addMenu("&Help")
+    ex = help_menu.addMenu("E&xample Models")
+    _fill_examples(w, ex)
+    help_menu.addSeparator()
+    help_menu.addAction(actions["about"])
+    menus["file"], menus["edit"], menus["help"] = file, edit, help_menu
+    return menus
+
+
+def add_dock_toggles(w, menu: QMenu, docks: dict) -> None:
+    """Show/hide entries for each dock under View (Alt+1…)."""
+    for dock in docks.values():
+        menu.addAction(dock.toggleViewAction())
+    menu.addSeparator()
+    menu.addAction(w.actions["reset_layout"])
+
+
+def _fill_examples(w, menu: QMenu) -> None:
+    for path in examples():
+        act = menu.addAction(path.stem.replace("_", " "))
+        act.setToolTip(str(path))
+        act.setObjectName(f"example_{path.stem}")
+        act.triggered.connect(partial(lambda p, _c=False: w.open_example(p), path))
+
+
+def build_toolbar(w, actions: dict[str, QAction]) -> QToolBar:
+    """The main toolbar: open, save, export, undo, redo, find, fit."""
+    bar = QToolBar("Main", w)
+    bar.setObjectName("toolbar_main")
+    bar.setMovable(False)
+    for key in ("open", "save", "export", None, "undo", "redo", None, "find", "fit"):
+        if key is None:
+            bar.addSeparator()
+        else:
+            bar.addAction(actions[key])
+    w.addToolBar(bar)
+    return bar

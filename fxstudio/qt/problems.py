@@ -1,0 +1,144 @@
+"""The Problems dock: lint verdict, refused edits with their reasons, warnings and load notes.
+
+Other parts report here through :meth:`ProblemsView.add` (the window connects the canvas's and the
+panels' ``edit_refused`` signals to it). Clicking a problem that names a node selects that node.
+"""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from fxstudio.qt.lazy_refresh import LazyRefresh
+from fxstudio.qt.selection import SelectionModel
+
+SEVERITY_COLORS = {"error": "#c0392b", "warning": "#b9770e", "info": "#2e6da4"}
+SEVERITY_MARKS = {"error": "✖", "warning": "▲", "info": "●"}
+
+
+class ProblemsView(QWidget):
+    """A list of (severity, source, message[, node]) rows, newest refusals first after the lint row."""
+
+    counts_changed = Signal(int, int)  # errors, warnings
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.selection = selection
+        self.doc = None
+        self._unsubscribe = None
+        self.lint_message = ""
+        self.tree = QTreeWidget(self)
+        self.tree.setObjectName("problemsTree")
+        self.tree.setColumnCount(4)
+        self.tree.setHeaderLabels(["", "Source", "Message", "Node"])
+        self.tree.setRootIsDecorated(False)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setWordWrap(True)
+        header = self.tree.header()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Fixed)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
+        header.setStretchLastSection(False)
+        self.tree.setColumnWidth(0, 26)
+        self.tree.setColumnWidth(1, 70)
+        self.tree.setColumnWidth(3, 90)
+        self.tree.itemClicked.connect(self._clicked)
+        self.summary = QLabel("", self)
+        clear = QPushButton("Clear", self)
+        clear.setObjectName("clearProblems")
+        clear.setToolTip("Remove refused edits and warnings (load notes and the lint verdict stay)")
+        clear.clicked.connect(lambda: self.clear(keep=("lint", "load")))
+        top = QHBoxLayout()
+        top.setContentsMargins(6, 2, 4, 0)
+        top.addWidget(self.summary, 1)
+        top.addWidget(clear)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(top)
+        layout.addWidget(self.tree)
+        self.lazy = LazyRefresh(self, self.relint)
+
+    def set_document(self, doc) -> None:
+        """Start over for ``doc``: its load notes and its lint verdict."""
+        if self._unsubscribe:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.doc = doc
+        self.tree.clear()
+        if doc is not None:
+            for note in doc.loaded.notes:
+                self.add("info", "load", str(note))
+            self._unsubscribe = doc.subscribe(lambda _e: self.lazy.request())
+        self.relint()
+
+    def relint(self) -> None:
+        """Run ``graph.lint()`` on the edited graph and show the verdict in the first row."""
+        for i in reversed(range(self.tree.topLevelItemCount())):
+            if self.tree.topLevelItem(i).text(1) == "lint":
+                self.tree.takeTopLevelItem(i)
+        if self.doc is None:
+            self.lint_message = ""
+            self._update_summary()
+            return
+        try:
+            self.doc.edited.graph.lint()
+            self.lint_message = ""
+            self.add("info", "lint", "The edited graph passes graph.lint().", position=0)
+        except Exception as exc:  # lint reports any structural problem as an exception
+            self.lint_message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            self.add("error", "lint", f"graph.lint() fails: {exc}", position=0)
+
+    def add(self, severity: str, source: str, message: str, node: str | None = None, *, position: int | None = None) -> None:
+        """Report a problem; refusals and warnings go on top (below the lint row), notes at the end."""
+        mark = SEVERITY_MARKS.get(severity, "●")
+        item = QTreeWidgetItem([mark, source, message.strip(), node or ""])
+        item.setData(0, Qt.ItemDataRole.UserRole, severity)
+        item.setToolTip(2, f"{time.strftime('%H:%M:%S')}  {message.strip()}")
+        item.setForeground(0, QBrush(QColor(SEVERITY_COLORS.get(severity, "#555"))))
+        if severity == "error":
+            item.setForeground(2, QBrush(QColor(SEVERITY_COLORS["error"])))
+        if position is None:
+            position = 1 if severity in ("error", "warning") and self._has_lint_row() else 0
+            if severity == "info":
+                position = self.tree.topLevelItemCount()
+        self.tree.insertTopLevelItem(position, item)
+        self._update_summary()
+
+    def add_refusal(self, message: str, node: str | None = None) -> None:
+        """A refused edit: the core's reason, shown as an error."""
+        self.add("error", "edit", message, node)
+
+    def clear(self, keep: tuple[str, ...] = ()) -> None:
+        """Remove every row whose source is not in ``keep``."""
+        for i in reversed(range(self.tree.topLevelItemCount())):
+            if self.tree.topLevelItem(i).text(1) not in keep:
+                self.tree.takeTopLevelItem(i)
+        self._update_summary()
+
+    def messages(self) -> list[tuple[str, str, str]]:
+        """(severity, source, message) of every row, top to bottom (for tests and scripts)."""
+        out = []
+        for i in range(self.tree.topLevelItemCount()):
+            it = self.tree.topLevelItem(i)
+            out.append((it.data(0, Qt.ItemDataRole.UserRole), it.text(1), it.text(2)))
+        return out
+
+    def _has_lint_row(self) -> bool:
+        return self.tree.topLevelItemCount() > 0 and self.tree.topLevelItem(0).text(1) == "lint"
+
+    def _update_summary(self) -> None:
+        sev = [m[0] for m in self.messages()]
+        errors, warnings = sev.count("error"), sev.count("warning")
+        parts = [f"{errors} error{'s' if errors != 1 else ''}", f"{warnings} warning{'s' if warnings != 1 else ''}"]
+        self.summary.setText("  ".join(parts))
+        self.counts_changed.emit(errors, warnings)
+
+    def _clicked(self, item: QTreeWidgetItem) -> None:
+        name = item.text(3)
+        if self.doc is not None and name:
+            node = self.doc.find(name)
+            if node is not None:
+                self.selection.set([self.doc.id_of(node)])

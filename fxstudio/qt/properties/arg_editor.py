@@ -1,0 +1,252 @@
+"""Argument rows of the Properties panel: one per positional argument, per keyword, per unused
+default, and a row to add a keyword.
+
+Every field takes text in the argument syntax (design §3) and validates it live with
+``argsyntax.parse_value``; Enter (or picking a node from the drop-down) applies exactly one
+``set_arg`` through the ``apply`` callback the panel gives, which returns the refusal reason or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QWidget
+
+from fxstudio.qt.properties.style import key_label, small_button
+
+Validator = Callable[[str], "str | None"]
+"""Returns the parser's message for invalid text, None when the text parses."""
+Candidates = Callable[[], "list[tuple[str, str]]"]
+"""Returns (node name, shape text) of every node that may legally feed the edited node."""
+Apply = Callable[[dict], "str | None"]
+"""Applies one edit op dict; returns the refusal reason, or None when it applied."""
+
+
+class ValueField(QComboBox):
+    """An argument value: editable text with live validation and a drop-down of feeder nodes.
+
+    ``submitted(text)`` fires once when Enter is pressed on changed, valid text or when a node is
+    picked from the drop-down; ``refused(message)`` fires when Enter is pressed on invalid text.
+    The drop-down is filled when opened, so showing a node on a 10k-node graph stays cheap.
+    """
+
+    submitted = Signal(str)
+    refused = Signal(str)
+    validity_changed = Signal(str)
+
+    def __init__(self, text: str, *, validate: Validator, candidates: Candidates | None = None,
+                 default: bool = False, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setEditable(True)
+        self.setCompleter(None)
+        self.setInsertPolicy(QComboBox.NoInsert)
+        self.setMaxVisibleItems(18)
+        self.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(8)
+        self._validate = validate
+        self._candidates = candidates
+        self._original = text
+        self._populated = False
+        self._default = default
+        self._done = False
+        self.message: str | None = None
+        self.setEditText(text)
+        self.lineEdit().setCursorPosition(0)
+        self.lineEdit().textEdited.connect(self._on_edited)
+        self.lineEdit().returnPressed.connect(self._on_return)
+        self.activated.connect(self._on_activated)
+        self._set_state("default" if default else "")
+        if candidates is None:
+            self.setToolTip("Type a value in argument syntax and press Enter")
+        else:
+            self.setToolTip("Type a value (%name for a node) and press Enter, or pick a node from the list")
+
+    @property
+    def original(self) -> str:
+        """The text the field started with (the current value of the argument)."""
+        return self._original
+
+    def showPopup(self) -> None:  # noqa: N802 - Qt override
+        """Fill the list of legal feeder nodes on first opening, then show it."""
+        if self._candidates is not None and not self._populated:
+            self.populate()
+        super().showPopup()
+
+    def populate(self) -> None:
+        """Fill the drop-down with the nodes that may legally feed the edited node."""
+        if self._candidates is None:
+            return
+        text = self.currentText()
+        self.blockSignals(True)
+        self.clear()
+        for name, detail in self._candidates():
+            self.addItem(f"%{name}")
+            if detail:
+                self.setItemData(self.count() - 1, detail, Qt.ToolTipRole)
+        self.setCurrentIndex(-1)
+        self.setEditText(text)
+        self.blockSignals(False)
+        self._populated = True
+
+    def mark(self, message: str | None) -> None:
+        """Show ``message`` as this field's error (red border, tooltip), or clear it with None."""
+        self.message = message
+        if message:
+            self._set_state("invalid")
+            self.setToolTip(message)
+        else:
+            self._set_state("default" if self._default and self.currentText() == self._original else "")
+        self.validity_changed.emit(message or "")
+
+    def _set_state(self, state: str) -> None:
+        for w in (self, self.lineEdit()):
+            w.setProperty("fxsState", state)
+            w.style().unpolish(w)
+            w.style().polish(w)
+
+    def _on_edited(self, text: str) -> None:
+        self._done = False
+        self.mark(self._validate(text))
+
+    def _on_return(self) -> None:
+        self._submit(self.currentText())
+
+    def _on_activated(self, index: int) -> None:
+        if index >= 0:
+            self._submit(self.itemText(index))
+
+    def _submit(self, text: str) -> None:
+        if self._done:
+            return
+        message = self._validate(text)
+        if message:
+            self.mark(message)
+            self.refused.emit(message)
+            return
+        if text.strip() == self._original.strip() and not self._default:
+            return
+        self._done = True
+        self.submitted.emit(text)
+        self._done = False
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+        """Escape puts the current value back; Enter was already handled by the line edit."""
+        if event.key() == Qt.Key_Escape and self.currentText() != self._original:
+            self.setEditText(self._original)
+            self.mark(None)
+            return
+        if event.key() in (Qt.Key_Return, Qt.Key_Enter):
+            event.accept()  # QComboBox would hand it back to the line edit: a second returnPressed
+            return
+        super().keyPressEvent(event)
+
+
+class ArgumentRows(QWidget):
+    """A grid of argument rows; each row is a label, a ``ValueField`` and an optional remove button.
+
+    Rows are added with ``add_row``; an error label under each row shows the field's message.
+    """
+
+    def __init__(self, apply: Apply, validate: Validator, candidates: Candidates | None,
+                 on_refused: Callable[[str], None] | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._apply = apply
+        self._on_refused = on_refused
+        self._validate = validate
+        self._candidates = candidates
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 2, 0, 2)
+        self.grid.setHorizontalSpacing(6)
+        self.grid.setVerticalSpacing(3)
+        self.grid.setColumnStretch(1, 1)
+        self.fields: dict[int | str, ValueField] = {}
+        self.remove_buttons: dict[str, Any] = {}
+        self._row = 0
+
+    def add_row(self, label: str, key: int | str, text: str, *, node: str, default: bool = False,
+                removable: bool = False, tooltip: str = "") -> ValueField:
+        """Add a row editing ``node``'s argument ``key``; Enter applies one ``set_arg``."""
+        field = ValueField(text, validate=self._validate, candidates=self._candidates, default=default)
+        error = QLabel()
+        error.setObjectName("fxsError")
+        error.setWordWrap(True)
+        error.hide()
+        field.validity_changed.connect(lambda msg, e=error: (e.setText(msg), e.setVisible(bool(msg))))
+        if self._on_refused is not None:
+            field.refused.connect(self._on_refused)
+        field.submitted.connect(
+            lambda value, k=key, f=field: self._submit(f, {"op": "set_arg", "node": node, "key": k, "value": value})
+        )
+        self.grid.addWidget(key_label(label, default=default, tooltip=tooltip), self._row, 0)
+        self.grid.addWidget(field, self._row, 1)
+        if removable:
+            button = small_button("✕", f"Remove keyword {key}")
+            button.clicked.connect(lambda _=False, k=key, f=field: self._submit(
+                f, {"op": "del_kwarg", "node": node, "key": k}))
+            self.grid.addWidget(button, self._row, 2)
+            self.remove_buttons[str(key)] = button
+        self.grid.addWidget(error, self._row + 1, 1, 1, 2)
+        self.fields[key] = field
+        self._row += 2
+        return field
+
+    def _submit(self, field: ValueField, edit: dict) -> None:
+        message = self._apply(edit)
+        if message:
+            field.mark(message)
+
+
+class AddKeywordRow(QWidget):
+    """``name = value`` fields and a + button that add a keyword argument with one ``set_arg``."""
+
+    def __init__(self, node: str, keywords: list[str], apply: Apply, validate: Validator,
+                 candidates: Candidates | None, on_refused: Callable[[str], None] | None = None,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self._on_refused = on_refused
+        self._node = node
+        self._apply = apply
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 0)
+        layout.setSpacing(4)
+        self.name = QLineEdit()
+        self.name.setPlaceholderText("keyword")
+        self.name.setMaximumWidth(110)
+        if keywords:
+            from PySide6.QtWidgets import QCompleter
+
+            completer = QCompleter(keywords, self.name)
+            completer.setCaseSensitivity(Qt.CaseInsensitive)
+            self.name.setCompleter(completer)
+            self.name.setToolTip("Keywords this target accepts: " + ", ".join(keywords))
+        self.value = ValueField("", validate=validate, candidates=candidates)
+        self.value.lineEdit().setPlaceholderText("value")
+        self.add_button = small_button("+", "Add this keyword argument")
+        layout.addWidget(self.name)
+        layout.addWidget(QLabel("="))
+        layout.addWidget(self.value, 1)
+        layout.addWidget(self.add_button)
+        self.error = QLabel()
+        self.error.setObjectName("fxsError")
+        self.error.setWordWrap(True)
+        self.error.hide()
+        self.value.validity_changed.connect(lambda msg: (self.error.setText(msg), self.error.setVisible(bool(msg))))
+        self.value.submitted.connect(self._add)
+        if on_refused is not None:
+            self.value.refused.connect(on_refused)
+        self.name.returnPressed.connect(lambda: self.value.setFocus())
+        self.add_button.clicked.connect(lambda: self._add(self.value.currentText()))
+
+    def _add(self, value: str) -> None:
+        key = self.name.text().strip()
+        if not key.isidentifier():
+            message = f"'{key}' is not a keyword name" if key else "type the keyword's name first"
+            self.value.mark(message)
+            if self._on_refused is not None:
+                self._on_refused(message)
+            return
+        message = self._apply({"op": "set_arg", "node": self._node, "key": key, "value": value})
+        if message:
+            self.value.mark(message)

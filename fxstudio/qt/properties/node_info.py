@@ -1,0 +1,119 @@
+"""Read-only facts about a node for the panel and the dialogs (Qt-free): its shape text, its target
+in target syntax, its submodule's repr, and the nodes that may legally feed it."""
+
+from __future__ import annotations
+
+import operator
+from collections import deque
+
+import torch
+import torch.fx
+
+from fxstudio.core.errors import FxStudioError
+
+REPR_LINE_LIMIT = 30
+
+
+def shape_of(node: torch.fx.Node) -> str:
+    """``"1×64×56×56 float32"`` for a tensor node, ``""`` when unknown (metadata.shape_text if present)."""
+    try:
+        from fxstudio.core.metadata import shape_text
+    except ImportError:
+        shape_text = None
+    if shape_text is not None:
+        try:
+            return shape_text(node)
+        except Exception:  # noqa: BLE001 - a node without metadata has no shape to show
+            return ""
+    shape = node.meta.get("fxs_shape")
+    dtype = node.meta.get("fxs_dtype")
+    if isinstance(shape, tuple):
+        dims = "×".join(str(d) for d in shape) or "scalar"
+        return f"{dims} {dtype}" if dtype else dims
+    return ""
+
+
+def format_target_text(node: torch.fx.Node, user_module=None) -> str:
+    """The node's target in target syntax (``torch.relu``, ``operator.add``, ``reshape``, ``layer1.0``)."""
+    try:
+        from fxstudio.core.targets import format_target
+    except ImportError:
+        format_target = None
+    if format_target is not None:
+        return format_target(node, user_module)
+    target = node.target
+    if isinstance(target, str):
+        return target
+    name = getattr(target, "__name__", None)
+    for prefix, namespace in (("torch", torch), ("torch.nn.functional", torch.nn.functional),
+                              ("operator", operator)):
+        if name and getattr(namespace, name, None) is target:
+            return f"{prefix}.{name}"
+    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', name)}"
+
+
+def validate_target(doc, op: str, text: str) -> str | None:
+    """The reason ``text`` is not a valid target for an ``op`` node of ``doc``, or None."""
+    try:
+        from fxstudio.core.targets import parse_target
+    except ImportError:
+        return None  # the document validates on apply
+    try:
+        parse_target(op, text.strip(), doc.edited, doc.loaded.user_module)
+    except FxStudioError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - shown as the field's message, never raised
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def module_repr(doc, node: torch.fx.Node) -> str:
+    """The submodule's repr for ``call_module``, a tensor summary for ``get_attr``, else ``""``."""
+    if node.op not in ("call_module", "get_attr"):
+        return ""
+    try:
+        obj = doc.edited.get_submodule(str(node.target)) if node.op == "call_module" else \
+            _get_attr(doc.edited, str(node.target))
+    except AttributeError:
+        return ""
+    if isinstance(obj, torch.Tensor):
+        kind = "Parameter" if isinstance(obj, torch.nn.Parameter) else "Tensor"
+        dims = "×".join(str(d) for d in obj.shape) or "scalar"
+        return f"{kind} {dims} {str(obj.dtype).replace('torch.', '')}"
+    lines = repr(obj).splitlines()
+    if len(lines) > REPR_LINE_LIMIT:
+        lines = lines[:REPR_LINE_LIMIT] + [f"… ({len(lines) - REPR_LINE_LIMIT} more lines)"]
+    return "\n".join(lines)
+
+
+def _get_attr(root: torch.nn.Module, path: str):
+    obj = root
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def descendants(node: torch.fx.Node) -> set[torch.fx.Node]:
+    """Every node that depends on ``node`` (its users, their users, ...), ``node`` excluded."""
+    seen: set[torch.fx.Node] = set()
+    queue = deque(node.users)
+    while queue:
+        n = queue.popleft()
+        if n not in seen:
+            seen.add(n)
+            queue.extend(n.users)
+    return seen
+
+
+def feeder_candidates(doc, node: torch.fx.Node) -> list[tuple[str, str]]:
+    """(name, shape) of every node that may feed ``node`` without a cycle, in graph order.
+
+    Equivalent to asking ``doc.would_cycle(node, other)`` for every other node, in one walk: a node
+    may feed ``node`` unless it is ``node``, the output, or depends on ``node``.
+    """
+    banned = descendants(node)
+    banned.add(node)
+    return [
+        (n.name, shape_of(n)) for n in doc.edited.graph.nodes
+        if n.op != "output" and n not in banned
+    ]

@@ -1,0 +1,151 @@
+"""What the panel knows of a node's callee: parameter names for its positional arguments and the
+defaults it does not pass (Qt-free; the panel shows these greyed and editable).
+
+torch builtins have several overloads; the ones that accept the node's arguments are kept, tensor
+overloads preferred, and a default is only shown when every remaining overload agrees on it, so
+the panel never shows a default that might not be the one used.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.operator_schemas import get_signature_for_torch_op
+
+
+@dataclass
+class ParamView:
+    """Parameter names of the node's positional args, keyword names it may take, and unused defaults."""
+
+    positional_names: list[str | None] = field(default_factory=list)
+    defaults: list[tuple[str, Any]] = field(default_factory=list)
+    keywords: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+def _candidate_signatures(node: torch.fx.Node, root: torch.nn.Module | None) -> list[inspect.Signature]:
+    target = node.target
+    if node.op == "call_module" and root is not None:
+        try:
+            return [inspect.signature(root.get_submodule(str(target)).forward)]
+        except (AttributeError, ValueError, TypeError):
+            return []
+    if node.op == "call_method":
+        method = getattr(torch.Tensor, str(target), None)
+        sigs = []
+        if method is not None:
+            try:
+                sig = inspect.signature(method)
+                params = list(sig.parameters.values())[1:]  # drop self
+                sigs = [sig.replace(parameters=params)]
+            except (ValueError, TypeError):
+                sigs = []
+        if not sigs and callable(getattr(torch, str(target), None)):
+            # Tensor.clamp(...) takes torch.clamp's arguments without the first one.
+            for sig in get_signature_for_torch_op(getattr(torch, str(target))) or []:
+                params = list(sig.parameters.values())[1:]
+                sigs.append(sig.replace(parameters=params))
+        return sigs
+    if node.op == "call_function":
+        try:
+            return [inspect.signature(target)]
+        except (ValueError, TypeError):
+            pass
+        try:
+            return list(get_signature_for_torch_op(target) or [])
+        except Exception:  # noqa: BLE001 - torch raises assorted errors for non-ops
+            return []
+    return []
+
+
+def _binds(sig: inspect.Signature, node: torch.fx.Node) -> bool:
+    try:
+        sig.bind(*node.args, **node.kwargs)
+        return True
+    except TypeError:
+        return False
+
+
+def _mentions_tensor(sig: inspect.Signature) -> bool:
+    return any("Tensor" in str(p.annotation) for p in sig.parameters.values())
+
+
+def parameter_view(node: torch.fx.Node, root: torch.nn.Module | None) -> ParamView:
+    """Names for ``node.args`` positions, keyword names accepted, and the defaults not passed.
+
+    ``metadata.normalized_arguments`` (which tells overloads apart by the propagated types) decides
+    names and defaults where it can; otherwise only what every fitting overload agrees on is shown.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's schema parser warns about List[~t] parameters
+        view = _signature_view(node, root)
+        try:
+            from fxstudio.core.metadata import normalized_arguments
+        except ImportError:
+            return view
+        normalized, note = normalized_arguments(node)
+    if normalized is None:
+        if note and "positional-only" not in note and node.op != "call_method":
+            view.note = note
+        return view
+    keys = list(normalized)
+    if len(keys) < len(node.args) or any(isinstance(normalized[k], tuple) and k == "args" for k in keys):
+        return view
+    view.positional_names = keys[: len(node.args)]
+    view.defaults = [(k, normalized[k]) for k in keys[len(node.args):] if k not in node.kwargs]
+    view.keywords = [k for k in view.keywords if k not in node.kwargs] or \
+        [k for k, _ in view.defaults]
+    view.note = ""
+    return view
+
+
+def _signature_view(node: torch.fx.Node, root: torch.nn.Module | None) -> ParamView:
+    sigs = [s for s in _candidate_signatures(node, root) if "out" not in s.parameters]
+    bound = [s for s in sigs if _binds(s, node)]
+    if any(_mentions_tensor(s) for s in bound):
+        bound = [s for s in bound if _mentions_tensor(s)]
+    view = ParamView(positional_names=[None] * len(node.args))
+    if not bound:
+        if node.op in ("call_function", "call_method", "call_module"):
+            view.note = "signature unknown: no defaults shown" if not sigs else \
+                "no known signature accepts these arguments"
+        return view
+    first = list(bound[0].parameters.values())
+    for i in range(len(node.args)):
+        names = set()
+        for sig in bound:
+            params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            names.add(params[i].name if i < len(params) else None)
+        if len(names) == 1:
+            view.positional_names[i] = names.pop()
+    given = set(node.kwargs)
+    for i, p in enumerate(first):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is inspect.Parameter.empty:
+            continue
+        if p.name in given or p.name in view.positional_names:
+            continue
+        agreeing = all(
+            p.name in s.parameters and _same(s.parameters[p.name].default, p.default) for s in bound[1:]
+        )
+        if agreeing:
+            view.defaults.append((p.name, p.default))
+    view.keywords = [
+        p.name for p in first
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in given
+        and p.name not in view.positional_names
+    ]
+    if len(bound) > 1 and len({tuple(s.parameters) for s in bound}) > 1:
+        view.note = f"{len(bound)} overloads accept these arguments; defaults shown are common to all"
+    return view
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # noqa: BLE001 - tensors and odd defaults compare strangely
+        return a is b

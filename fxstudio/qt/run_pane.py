@@ -1,0 +1,430 @@
+"""The run pane: run the original and the edited model on a device, see where they diverge.
+
+Device, dtype and tolerances, the inputs editor, Run (in a worker thread, with progress and
+cancel), a metrics table per output, the per-node table, the graph-diff list and the pyqtgraph
+plots. Clicking a node's point or row selects it through the ``SelectionModel`` and emits
+``node_activated(id)``; ``report_ready(CompareReport)`` gives the window the per-node divergence
+(``report.divergence_by_id``) to colour the canvas with.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import math
+import threading
+from collections.abc import Callable
+
+import torch.fx
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton,
+    QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
+)
+
+from fxstudio.core.compare import CompareReport, RunCancelled, available_devices, compare_models
+from fxstudio.core.errors import FxStudioError, RunError
+from fxstudio.qt.graph_diff import GraphDiffView
+from fxstudio.qt.run_inputs_editor import InputsEditor
+from fxstudio.qt.run_plots import COLORS, RunPlots
+from fxstudio.qt.selection import SelectionModel
+
+DTYPES = ["as loaded", "float32", "float16", "bfloat16"]
+STATUS_TEXT = {"equal": "equal", "close": "within tol.", "diverged": "DIVERGED", "no_counterpart": "inserted",
+               "error": "ERROR"}
+
+
+class _RunJob(QObject):
+    """One comparison in a daemon thread; signals arrive queued on the GUI thread."""
+
+    progress = Signal(float, str)
+    finished = Signal(object)
+    failed = Signal(str)
+    cancelled = Signal()
+
+    def __init__(self, fn: Callable, parent: QObject | None = None):
+        super().__init__(parent)
+        self.fn = fn
+        self.cancel_event = threading.Event()
+        self.thread = threading.Thread(target=self._work, name="fxstudio-run", daemon=True)
+
+    def _work(self) -> None:
+        try:
+            report = self.fn(lambda f, text: self.progress.emit(float(f), text), self.cancel_event)
+        except RunCancelled:
+            self.cancelled.emit()
+        except FxStudioError as exc:
+            self.failed.emit(str(exc))
+        except Exception as exc:  # noqa: BLE001 - shown in the pane, never a crash
+            self.failed.emit(f"The run failed unexpectedly: {type(exc).__name__}: {exc}")
+        else:
+            self.finished.emit(report)
+
+
+def _item(text: str, *, align_right: bool = False, color: QColor | None = None, data=None) -> QTableWidgetItem:
+    item = QTableWidgetItem(text)
+    item.setFlags(Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
+    if align_right:
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if color is not None:
+        item.setForeground(QBrush(color))
+    if data is not None:
+        item.setData(Qt.ItemDataRole.UserRole, data)
+    return item
+
+
+def _num(x: float | None, fmt: str = ".3g") -> str:
+    if x is None:
+        return "—"
+    return "inf" if math.isinf(x) else format(x, fmt)
+
+
+def _table(headers: list[str]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(headers)
+    table.verticalHeader().setVisible(False)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    table.horizontalHeader().setStretchLastSection(True)
+    table.setAlternatingRowColors(True)
+    return table
+
+
+class RunPane(QWidget):
+    """The dock's widget: settings, Run/Cancel, metrics, per-node and diff lists, plots."""
+
+    node_activated = Signal(int)
+    report_ready = Signal(object)
+    diff_changed = Signal(object)
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.selection = selection
+        self.doc = None
+        self.report: CompareReport | None = None
+        self.stale = False
+        self._job: _RunJob | None = None
+        self._unsubscribe = None
+        self._build()
+        selection.changed.connect(self._follow_selection)
+
+    # -- construction ---------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.device = QComboBox()
+        self.device.addItems(available_devices())
+        self.device.setToolTip("Where both models run")
+        self.dtype = QComboBox()
+        self.dtype.addItems(DTYPES)
+        self.dtype.setToolTip("Cast the models and their floating inputs for the run")
+        self.rtol = QLineEdit("1e-5")
+        self.atol = QLineEdit("1e-6")
+        for edit, tip in ((self.rtol, "relative tolerance"), (self.atol, "absolute tolerance")):
+            edit.setMaximumWidth(70)
+            edit.setToolTip(tip)
+        self.run_button = QPushButton("Run")
+        self.run_button.setDefault(True)
+        self.run_button.setToolTip("Run the original and the edited graph and compare them node by node")
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setEnabled(False)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.inputs_editor = InputsEditor()
+
+        row = QHBoxLayout()
+        for label, widget in (("Device", self.device), ("dtype", self.dtype), ("rtol", self.rtol), ("atol", self.atol)):
+            row.addWidget(QLabel(label))
+            row.addWidget(widget)
+        row.addSpacing(8)
+        row.addWidget(QLabel("Inputs"))
+        row.addWidget(self.inputs_editor, 1)
+        row.addWidget(self.run_button)
+        row.addWidget(self.cancel_button)
+
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumHeight(6)
+        self.status = QLabel("Open a model, edit it, then Run to compare the edited graph with the original.")
+        self.status.setWordWrap(True)
+        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+
+        self.metrics = _table(["Output", "Shape", "Max abs", "Max rel", "Cosine", "allclose"])
+        self.nodes_table = _table(["#", "Node", "Status", "Max abs", "Err / tol"])
+        self.nodes_table.itemClicked.connect(self._node_row_clicked)
+        self.diff_view = GraphDiffView(self.selection)
+        self.diff_view.diff_changed.connect(self.diff_changed)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.metrics, "Outputs")
+        self.tabs.addTab(self.nodes_table, "Nodes")
+        self.tabs.addTab(self.diff_view, "Changes")
+        self.plots = RunPlots()
+        self.plots.node_clicked.connect(self._activate)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.tabs)
+        splitter.addWidget(self.plots)
+        splitter.setStretchFactor(0, 2)
+        splitter.setStretchFactor(1, 3)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(row)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addWidget(splitter, 1)
+        self._update_enabled()
+
+    # -- document -------------------------------------------------------------------------------
+
+    def set_document(self, doc) -> None:
+        """Follow ``doc`` (None: nothing open); a previous report is cleared."""
+        self.cancel()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.doc = doc
+        self.report = None
+        self.stale = False
+        self.plots.clear_plots()
+        self.metrics.setRowCount(0)
+        self.nodes_table.setRowCount(0)
+        self.diff_view.set_document(doc)
+        if doc is not None:
+            self._unsubscribe = doc.subscribe(self._document_changed)
+            self.inputs_editor.set_example_inputs(doc.loaded.example_inputs)
+            self.status.setText(f"{html.escape(doc.loaded.display_name)}: edit the graph, then Run to compare "
+                                "the edited graph with the original.")
+        else:
+            self.status.setText("Open a model, edit it, then Run to compare the edited graph with the original.")
+        self._update_enabled()
+
+    def _document_changed(self, event) -> None:
+        if self.report is not None and not self.stale:
+            self.stale = True
+            self.status.setText(self.status.text() + "<br><i>The graph changed since this run: Run again.</i>")
+
+    # -- running --------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True while a comparison runs in the worker thread."""
+        return self._job is not None
+
+    def run(self) -> None:
+        """Start a comparison with the current settings (errors in the settings show in the status line)."""
+        if self.doc is None or self._job is not None:
+            return
+        try:
+            rtol, atol = float(self.rtol.text()), float(self.atol.text())
+            if rtol < 0 or atol < 0 or math.isnan(rtol) or math.isnan(atol):
+                raise ValueError
+        except ValueError:
+            self._show_error("rtol and atol must be non-negative numbers, e.g. 1e-5.")
+            return
+        try:
+            inputs = self.inputs_editor.inputs(self.doc)
+        except FxStudioError as exc:
+            self._show_error(str(exc))
+            return
+        doc = self.doc
+        # Snapshot the edited graph on the GUI thread: the user may edit again while the run goes on.
+        live = doc.module()
+        edited = torch.fx.GraphModule(live, copy.deepcopy(live.graph))
+        original, traced = doc.loaded.module, doc.original
+        device = self.device.currentText()
+        dtype = None if self.dtype.currentText() == DTYPES[0] else self.dtype.currentText()
+        seed = self.inputs_editor.seed_value()
+        source = self.inputs_editor.describe()
+
+        def work(progress, cancel):
+            report = compare_models(original, traced, edited, inputs, device=device, dtype=dtype, rtol=rtol,
+                                    atol=atol, progress=progress, cancel=cancel, seed=seed)
+            report.notes.insert(0, f"ran on {source}")
+            return report
+
+        job = _RunJob(work, self)
+        job.progress.connect(self._progress)
+        job.finished.connect(self._finished)
+        job.failed.connect(self._failed)
+        job.cancelled.connect(self._cancelled)
+        self._job = job
+        self.progress.setValue(0)
+        self.status.setText(f"Running on {device}…")
+        self._update_enabled()
+        job.thread.start()
+
+    def cancel(self) -> None:
+        """Ask the running comparison to stop at the next node."""
+        if self._job is not None:
+            self._job.cancel_event.set()
+            self.status.setText("Cancelling…")
+
+    def _progress(self, fraction: float, text: str) -> None:
+        if self._job is not None and not self._job.cancel_event.is_set():
+            self.progress.setValue(int(fraction * 1000))
+            self.status.setText(f"Running on {self.device.currentText()}: {html.escape(text)}")
+
+    def _end_job(self) -> None:
+        job, self._job = self._job, None
+        if job is not None:
+            job.deleteLater()
+        self._update_enabled()
+
+    def _finished(self, report: CompareReport) -> None:
+        self._end_job()
+        self.progress.setValue(1000)
+        self.show_report(report)
+
+    def _failed(self, message: str) -> None:
+        self._end_job()
+        self.progress.setValue(0)
+        self._show_error(message)
+
+    def _cancelled(self) -> None:
+        self._end_job()
+        self.progress.setValue(0)
+        self.status.setText("Run cancelled.")
+
+    def _show_error(self, message: str) -> None:
+        self.status.setText(f"<span style='color:#c62828'>{html.escape(message)}</span>")
+
+    def _update_enabled(self) -> None:
+        busy = self._job is not None
+        self.run_button.setEnabled(self.doc is not None and not busy)
+        self.cancel_button.setEnabled(busy)
+        for w in (self.device, self.dtype, self.rtol, self.atol, self.inputs_editor):
+            w.setEnabled(not busy)
+
+    # -- showing a report -----------------------------------------------------------------------
+
+    def show_report(self, report: CompareReport) -> None:
+        """Fill the summary, tables and plots from ``report`` and emit ``report_ready``."""
+        self.report = report
+        self.stale = False
+        self.status.setText(self._summary(report))
+        self._fill_metrics(report)
+        self._fill_nodes(report)
+        self.plots.show_report(report)
+        self.plots.mark_selected(self.selection.current())
+        if report.error is not None or report.first_divergence is not None:
+            self.tabs.setCurrentWidget(self.metrics if report.error is None else self.nodes_table)
+        self.report_ready.emit(report)
+
+    def _summary(self, r: CompareReport) -> str:
+        parts = []
+        if r.error is not None:
+            parts.append(f"<b style='color:#c62828'>{html.escape(r.error.describe())}</b>")
+        elif r.first_divergence is not None:
+            fd = r.first_divergence
+            parts.append(f"<b style='color:#c62828'>First divergence: {html.escape(fd.name)}</b> "
+                         f"({html.escape(fd.op)} {html.escape(fd.target)}), max abs error {_num(fd.max_abs)}"
+                         + (f", {html.escape(fd.note)}" if fd.note else ""))
+        else:
+            parts.append("<b style='color:#2e7d32'>No node diverges beyond tolerance.</b>")
+        if r.outputs:
+            n_ok = sum(o.allclose for o in r.outputs)
+            parts.append(f"{n_ok}/{len(r.outputs)} outputs allclose")
+        if r.trace_outputs:
+            traced_same = all(o.max_abs == 0.0 for o in r.trace_outputs)
+            parts.append("tracing changed nothing" if traced_same else "<b>tracing changed the outputs</b>")
+        if r.timings_ms:
+            parts.append(" · ".join(f"{k} {v:.2f} ms" for k, v in r.timings_ms.items()))
+        parts.append(f"{r.device}, {r.dtype or 'dtype as loaded'}, rtol {r.rtol:g}, atol {r.atol:g}")
+        return " — ".join(parts[:1]) + "<br>" + " · ".join(parts[1:])
+
+    def _fill_metrics(self, r: CompareReport) -> None:
+        table = self.metrics
+        table.setRowCount(0)
+        for o in r.outputs:
+            row = table.rowCount()
+            table.insertRow(row)
+            shape = "×".join(map(str, o.shape)) if o.shape is not None else "—"
+            ok_color = QColor(46, 125, 50) if o.allclose else QColor(198, 40, 40)
+            values = [_item(o.path), _item(shape), _item(_num(o.max_abs), align_right=True),
+                      _item(_num(o.max_rel), align_right=True), _item(_num(o.cosine, ".6f"), align_right=True),
+                      _item(("yes" if o.allclose else "NO") + (f" ({o.note})" if o.note else ""), color=ok_color)]
+            for col, item in enumerate(values):
+                table.setItem(row, col, item)
+
+    def _fill_nodes(self, r: CompareReport) -> None:
+        table = self.nodes_table
+        table.setRowCount(0)
+        table.setRowCount(len(r.nodes))
+        for row, n in enumerate(r.nodes):
+            color = {"diverged": COLORS["diverged"], "error": COLORS["first"], "close": COLORS["close"],
+                     "no_counterpart": QColor(120, 80, 200)}.get(n.status)
+            if r.first_divergence is not None and n.index == r.first_divergence.index:
+                color = COLORS["first"]
+            cells = [_item(str(n.index), align_right=True), _item(n.name, data=n.node_id),
+                     _item(STATUS_TEXT.get(n.status, n.status), color=color),
+                     _item(_num(n.max_abs), align_right=True), _item(_num(n.score), align_right=True)]
+            for col, item in enumerate(cells):
+                table.setItem(row, col, item)
+
+    # -- selection ------------------------------------------------------------------------------
+
+    def _activate(self, node_id: int) -> None:
+        self.selection.set([node_id])
+        self.node_activated.emit(node_id)
+
+    def _node_row_clicked(self, item: QTableWidgetItem) -> None:
+        node_id = self.nodes_table.item(item.row(), 1).data(Qt.ItemDataRole.UserRole)
+        if node_id is not None:
+            self._activate(int(node_id))
+
+    def _follow_selection(self, ids: list) -> None:
+        current = ids[-1] if ids else None
+        self.plots.mark_selected(current)
+        if self.report is None or current is None:
+            return
+        for row, n in enumerate(self.report.nodes):
+            if n.node_id == current:
+                self.nodes_table.blockSignals(True)
+                self.nodes_table.selectRow(row)
+                self.nodes_table.blockSignals(False)
+                self.nodes_table.scrollToItem(self.nodes_table.item(row, 0))
+                break
+
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        """Stop a running comparison with the pane."""
+        self.cancel()
+        super().closeEvent(event)
+
+
+def render_screenshot(path: str, model: str = "residual_cnn.py") -> None:
+    """Render the pane after a real edit to ``path`` (``python -m fxstudio.qt.run_pane OUT.png``)."""
+    from PySide6.QtWidgets import QApplication
+
+    from fxstudio.core.document import Document
+    from fxstudio.core.loading import load_model
+    from fxstudio.resources import example_path
+
+    app = QApplication.instance() or QApplication([])
+    doc = Document(load_model(example_path(model)))
+    relu = next(n.name for n in doc.edited.graph.nodes if n.name == "layer1_1_relu")
+    doc.apply_edit({"op": "set_target", "node": relu, "target": "torch.nn.functional.gelu"})
+    selection = SelectionModel()
+    pane = RunPane(selection)
+    pane.set_document(doc)
+    pane.resize(1400, 560)
+    pane.show()
+    pane.run()
+    while pane.running:
+        app.processEvents()
+        threading.Event().wait(0.02)
+    app.processEvents()
+    if pane.report is not None and pane.report.first_divergence is not None:
+        selection.set([pane.report.first_divergence.node_id])
+    app.processEvents()
+    if not pane.grab().save(path):
+        raise RunError(f"Could not write {path}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    render_screenshot(sys.argv[1] if len(sys.argv) > 1 else "docs/img/run_pane.png")

@@ -1,0 +1,201 @@
+"""The run pane's pyqtgraph plots: per-node error along the graph's order (click a point to select
+its node), a histogram of the outputs' absolute errors, and a scatter of original vs edited values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QColor, QFont
+
+from fxstudio.core.compare import CompareReport
+
+FLOOR = 1e-6
+"""Where exactly-equal nodes sit on the log-scaled error axis (they have no error to plot)."""
+CEILING_FACTOR = 100.0
+"""Infinite errors (another shape, NaN) are drawn this far above the largest finite one."""
+
+COLORS = {
+    "equal": QColor(150, 160, 170),
+    "close": QColor(46, 139, 87),
+    "diverged": QColor(214, 96, 40),
+    "first": QColor(200, 30, 30),
+    "selected": QColor(30, 90, 200),
+    "tolerance": QColor(120, 120, 120),
+    "bars": QColor(70, 110, 180, 170),
+}
+
+
+def _style(plot: pg.PlotItem, title: str, left: str, bottom: str) -> None:
+    plot.setTitle(f"<span style='color:#333;font-size:10pt'>{title}</span>")
+    for side, text in (("left", left), ("bottom", bottom)):
+        axis = plot.getAxis(side)
+        axis.setLabel(f"<span style='color:#444'>{text}</span>")
+        axis.setPen(pg.mkPen("#888"))
+        axis.setTextPen(pg.mkPen("#444"))
+    plot.showGrid(x=True, y=True, alpha=0.15)
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+
+
+class RunPlots(pg.GraphicsLayoutWidget):
+    """Three plots of a ``CompareReport``; ``node_clicked(int)`` carries the stable id of a clicked point."""
+
+    node_clicked = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setBackground("w")
+        self.ci.layout.setSpacing(6)
+        self.node_plot = self.addPlot(row=0, col=0, colspan=2)
+        self.hist_plot = self.addPlot(row=1, col=0)
+        self.scatter_plot = self.addPlot(row=1, col=1)
+        self.ci.layout.setRowStretchFactor(0, 3)
+        self.ci.layout.setRowStretchFactor(1, 2)
+        _style(self.node_plot, "Per-node error along the graph (click a point to select its node)",
+               "error / tolerance", "node (graph order)")
+        self.node_plot.setLogMode(x=False, y=True)
+        _style(self.hist_plot, "Output absolute errors", "values", "|edited − original|")
+        self.hist_plot.setLogMode(x=True, y=False)
+        _style(self.scatter_plot, "Original vs edited output values", "edited", "original")
+        self._points: pg.PlotDataItem | None = None
+        self._selected_marker = pg.ScatterPlotItem(size=16, pen=pg.mkPen(COLORS["selected"], width=2),
+                                                   brush=pg.mkBrush(None), symbol="o")
+        self._xy_by_id: dict[int, tuple[float, float]] = {}
+        self.report: CompareReport | None = None
+        self.scatter_output: str | None = None
+
+    # -- drawing ------------------------------------------------------------------------------
+
+    def clear_plots(self) -> None:
+        """Empty all three plots."""
+        for plot in (self.node_plot, self.hist_plot, self.scatter_plot):
+            plot.clear()
+        self._points = None
+        self._xy_by_id = {}
+        self.report = None
+
+    def show_report(self, report: CompareReport, scatter_output: str | None = None) -> None:
+        """Draw ``report``; the scatter shows ``scatter_output`` (default: the output that differs most)."""
+        self.clear_plots()
+        self.report = report
+        self._draw_nodes(report)
+        paths = list(report.samples)
+        if scatter_output not in report.samples:
+            worst = max(report.outputs, key=lambda o: o.max_abs if o.max_abs is not None else -1, default=None)
+            scatter_output = worst.path if worst is not None and worst.path in report.samples else (
+                paths[0] if paths else None)
+        self.scatter_output = scatter_output
+        self._draw_histogram(report)
+        self._draw_scatter(report, scatter_output)
+
+    def _draw_nodes(self, report: CompareReport) -> None:
+        plot = self.node_plot
+        rows = [n for n in report.nodes if n.status in ("equal", "close", "diverged") and n.node_id is not None]
+        finite = [n.score for n in rows if n.score is not None and math.isfinite(n.score) and n.score > 0]
+        top = max(finite + [1.0]) * CEILING_FACTOR
+        xs, ys, brushes, sizes, ids = [], [], [], [], []
+        for n in rows:
+            score = n.score if n.score is not None else math.inf
+            y = top if not math.isfinite(score) else max(score, FLOOR)
+            first = report.first_divergence is not None and n.index == report.first_divergence.index
+            color = COLORS["first"] if first else COLORS[n.status]
+            xs.append(n.index)
+            ys.append(y)
+            brushes.append(pg.mkBrush(color))
+            sizes.append(11 if first else 7)
+            ids.append(n.node_id)
+            self._xy_by_id[n.node_id] = (n.index, y)
+        tol = pg.InfiniteLine(pos=0.0, angle=0, pen=pg.mkPen(COLORS["tolerance"], style=Qt.PenStyle.DashLine))
+        plot.addItem(tol)  # log mode: y = 0 is 10^0 = 1, the tolerance
+        label = pg.TextItem("tolerance", color=COLORS["tolerance"], anchor=(0, 1))
+        plot.addItem(label)
+        label.setPos(0, 0)
+        inserted = [n.index for n in report.nodes if n.status == "no_counterpart"]
+        for x in inserted:
+            plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(QColor(120, 80, 200, 90), width=1)))
+        if xs:
+            self._points = pg.PlotDataItem(np.array(xs, float), np.array(ys, float), pen=pg.mkPen(QColor(190, 195, 205)),
+                                           symbol="o", symbolSize=sizes, symbolBrush=brushes,
+                                           symbolPen=pg.mkPen(None), data=ids)
+            self._points.sigPointsClicked.connect(self._points_clicked)
+            plot.addItem(self._points)
+        if report.first_divergence is not None:
+            fd = report.first_divergence
+            x, y = fd.index, self._xy_by_id.get(fd.node_id, (fd.index, 1.0))[1] if fd.node_id is not None else 1.0
+            plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(COLORS["first"], width=1.5)))
+            text = pg.TextItem(f"first divergence: {fd.name}", color=COLORS["first"], anchor=(-0.05, 1.2))
+            text.setFont(QFont(text.textItem.font().family(), 9, QFont.Weight.Bold))
+            plot.addItem(text)
+            text.setPos(x, math.log10(y))
+        if report.error is not None and report.error.graph == "edited":
+            err = next((n for n in report.nodes if n.status == "error"), None)
+            if err is not None:
+                plot.addItem(pg.InfiniteLine(pos=err.index, angle=90, pen=pg.mkPen(COLORS["first"], width=2,
+                                                                                  style=Qt.PenStyle.DotLine)))
+                t = pg.TextItem(f"error at {err.name}", color=COLORS["first"], anchor=(1.05, 0))
+                plot.addItem(t)
+                t.setPos(err.index, math.log10(top))
+        plot.addItem(self._selected_marker)
+        plot.setYRange(math.log10(FLOOR) - 0.3, math.log10(top) + 0.3, padding=0)
+        plot.setXRange(-1, max([n.index for n in report.nodes] + [1]) + 1, padding=0.02)
+
+    def _draw_histogram(self, report: CompareReport) -> None:
+        plot = self.hist_plot
+        errors = [np.abs(b - a) for a, b in report.samples.values()]
+        values = np.concatenate(errors) if errors else np.zeros(0)
+        values = values[np.isfinite(values)]
+        exact = int((values == 0).sum())
+        nonzero = values[values > 0]
+        if nonzero.size:
+            lo, hi = np.log10(nonzero.min()), np.log10(nonzero.max())
+            if hi - lo < 1e-9:
+                lo, hi = lo - 0.5, hi + 0.5
+            edges = np.logspace(lo, hi, 41)
+            counts, _ = np.histogram(nonzero, bins=edges)
+            plot.addItem(pg.PlotDataItem(edges, counts, stepMode="center", fillLevel=0,
+                                         brush=pg.mkBrush(COLORS["bars"]), pen=pg.mkPen(COLORS["bars"].darker(130))))
+        plot.setTitle(f"<span style='color:#333;font-size:10pt'>Output absolute errors "
+                      f"({values.size} values, {exact} exact)</span>")
+
+    def _draw_scatter(self, report: CompareReport, path: str | None) -> None:
+        plot = self.scatter_plot
+        if path is None or path not in report.samples:
+            plot.setTitle("<span style='color:#333;font-size:10pt'>Original vs edited (no tensor output)</span>")
+            return
+        a, b = report.samples[path]
+        ok = np.isfinite(a) & np.isfinite(b)
+        a, b = a[ok], b[ok]
+        if a.size:
+            lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
+            plot.addItem(pg.PlotDataItem([lo, hi], [lo, hi], pen=pg.mkPen(COLORS["tolerance"], style=Qt.PenStyle.DashLine)))
+            plot.addItem(pg.ScatterPlotItem(a, b, size=4, pen=pg.mkPen(None), brush=pg.mkBrush(214, 96, 40, 120)))
+        plot.setTitle(f"<span style='color:#333;font-size:10pt'>Original vs edited: {path} ({a.size} values)</span>")
+
+    # -- interaction ----------------------------------------------------------------------------
+
+    def _points_clicked(self, item, points, ev=None) -> None:
+        if len(points):
+            node_id = points[0].data()
+            if node_id is not None:
+                self.node_clicked.emit(int(node_id))
+
+    def mark_selected(self, node_id: int | None) -> None:
+        """Ring the point of ``node_id`` (the selection), or none."""
+        xy = self._xy_by_id.get(node_id) if node_id is not None else None
+        if xy is None:
+            self._selected_marker.setData([], [])
+        else:
+            self._selected_marker.setData([xy[0]], [math.log10(xy[1])])
+
+    def point_position(self, node_id: int) -> tuple[float, float] | None:
+        """Scene position of a node's point (tests click there the way a user does)."""
+        xy = self._xy_by_id.get(node_id)
+        if xy is None:
+            return None
+        view = self.node_plot.getViewBox()
+        scene = view.mapViewToScene(pg.Point(xy[0], math.log10(xy[1])))
+        return scene.x(), scene.y()

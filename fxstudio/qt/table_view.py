@@ -1,0 +1,203 @@
+"""The Table dock: ``Graph.print_tabular`` as a sortable, filterable table that follows the selection.
+
+Columns: #, opcode, name, target, args, kwargs, shape, dtype. Arguments use the argument syntax
+(``%name`` for node references). Typing in the filter box keeps the rows where any column contains
+the text; clicking a header sorts; selecting a row selects the node everywhere.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QLineEdit, QHBoxLayout, QTableView, QVBoxLayout, QWidget
+
+from fxstudio.core.argsyntax import format_value
+from fxstudio.qt.lazy_refresh import LazyRefresh
+from fxstudio.qt.selection import SelectionModel
+
+COLUMNS = ("#", "opcode", "name", "target", "args", "kwargs", "shape", "dtype")
+
+
+def target_label(node) -> str:
+    """The target as typed in target syntax: ``torch.relu``, ``operator.add``, ``reshape``, ``layer1.0``."""
+    if isinstance(node.target, str):
+        return node.target
+    try:
+        from torch.fx.node import _get_qualified_name
+
+        return _get_qualified_name(node.target)
+    except Exception:  # exotic callables: fall back to their name
+        return getattr(node.target, "__name__", str(node.target))
+
+
+def _shape_text(node) -> tuple[str, str]:
+    shape, dtype = node.meta.get("fxs_shape"), node.meta.get("fxs_dtype")
+    if isinstance(shape, tuple):
+        shape_text = "×".join(str(d) for d in shape) if shape else "scalar"
+    elif isinstance(shape, list):
+        shape_text = ", ".join("×".join(str(d) for d in s) if isinstance(s, tuple) else "?" for s in shape)
+    else:
+        shape_text = ""
+    dtype_text = ", ".join(str(d) for d in dtype) if isinstance(dtype, list) else (dtype or "")
+    return shape_text, dtype_text
+
+
+def node_row(index: int, node) -> tuple:
+    """One table row for ``node`` at topological position ``index``."""
+    shape, dtype = _shape_text(node)
+    args = format_value(tuple(node.args))
+    return (index, node.op, node.name, target_label(node), args, format_value(dict(node.kwargs)), shape, dtype)
+
+
+class GraphTableModel(QAbstractTableModel):
+    """Rows of the edited graph, rebuilt on refresh; ``ids[row]`` is the row's stable node id."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.rows: list[tuple] = []
+        self.ids: list[int] = []
+        self.mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+
+    def set_rows(self, rows: list[tuple], ids: list[int]) -> None:
+        """Replace every row."""
+        self.beginResetModel()
+        self.rows, self.ids = rows, ids
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt override)
+        return 0 if parent.isValid() else len(self.rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt override)
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        """Text, sort keys (the # column sorts numerically), tooltips and the monospace font for args."""
+        row = self.rows[index.row()]
+        value = row[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return str(value)
+        if role == Qt.ItemDataRole.UserRole:
+            return value
+        if role == Qt.ItemDataRole.ToolTipRole and index.column() in (3, 4, 5):
+            return str(value)
+        if role == Qt.ItemDataRole.FontRole and index.column() in (4, 5):
+            return self.mono
+        return None
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802 (Qt override)
+        if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
+            return COLUMNS[section]
+        return None
+
+
+class TableView(QWidget):
+    """The filter box and the table; follows the document's events and the shared selection."""
+
+    def __init__(self, selection: SelectionModel, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.selection = selection
+        self.doc = None
+        self._unsubscribe = None
+        self._syncing = False
+        self.model = GraphTableModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.proxy.setFilterKeyColumn(-1)
+        self.proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.filter = QLineEdit(self)
+        self.filter.setObjectName("tableFilter")
+        self.filter.setPlaceholderText("Filter rows (name, op, target, args, shape…)")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._filter_changed)
+        self.count = QLabel("", self)
+        self.table = QTableView(self)
+        self.table.setObjectName("graphTable")
+        self.table.setModel(self.proxy)
+        self.table.setSortingEnabled(True)
+        self.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(22)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        for col, width in enumerate((44, 100, 130, 190, 260, 160, 120, 70)):
+            self.table.setColumnWidth(col, width)
+        self.table.selectionModel().selectionChanged.connect(self._rows_selected)
+        top = QHBoxLayout()
+        top.setContentsMargins(4, 4, 4, 0)
+        top.addWidget(self.filter, 1)
+        top.addWidget(self.count)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(2)
+        layout.addLayout(top)
+        layout.addWidget(self.table)
+        self.lazy = LazyRefresh(self, self.refresh)
+        selection.changed.connect(lambda _ids: self.follow_selection())
+
+    def set_document(self, doc) -> None:
+        """Show ``doc`` (or nothing) and follow its events."""
+        if self._unsubscribe:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.doc = doc
+        if doc is not None:
+            self._unsubscribe = doc.subscribe(lambda _e: self.lazy.request())
+        self.lazy.request()
+        if self.isVisible():
+            self.lazy.flush()
+
+    def refresh(self) -> None:
+        """Rebuild the rows from the edited graph."""
+        if self.doc is None:
+            self.model.set_rows([], [])
+        else:
+            nodes = list(self.doc.edited.graph.nodes)
+            self.model.set_rows([node_row(i, n) for i, n in enumerate(nodes)], [self.doc.id_of(n) for n in nodes])
+        self._update_count()
+        self.follow_selection()
+
+    def _filter_changed(self, text: str) -> None:
+        self.proxy.setFilterFixedString(text)
+        self._update_count()
+
+    def _update_count(self) -> None:
+        shown, total = self.proxy.rowCount(), self.model.rowCount()
+        self.count.setText(f"{shown} of {total}" if shown != total else f"{total} nodes")
+
+    def follow_selection(self) -> None:
+        """Select (and scroll to) the selected node's row."""
+        if self._syncing or not self.model.ids:
+            return
+        current = self.selection.current()
+        self._syncing = True
+        try:
+            sel = self.table.selectionModel()
+            if current is None or current not in self.model.ids:
+                sel.clearSelection()
+                return
+            src = self.model.index(self.model.ids.index(current), 0)
+            idx = self.proxy.mapFromSource(src)
+            if idx.isValid():
+                sel.select(idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+                self.table.scrollTo(idx)
+        finally:
+            self._syncing = False
+
+    def _rows_selected(self, *_args) -> None:
+        if self._syncing:
+            return
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            src = self.proxy.mapToSource(rows[0])
+            self._syncing = True
+            try:
+                self.selection.set([self.model.ids[src.row()]])
+            finally:
+                self._syncing = False

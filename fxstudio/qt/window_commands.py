@@ -1,0 +1,254 @@
+"""What the window's menu commands do: open, save and replay scripts, export, undo/redo, delete,
+find, fit, about. A mixin of ``MainWindow``; each gesture is one core call."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
+
+from fxstudio.core import journal
+from fxstudio.core.errors import EditRefused, FxStudioError
+from fxstudio.qt.open_flow import OPEN_FILTER
+from fxstudio.qt.workers import BackgroundTask
+
+SCRIPT_FILTER = "fxstudio edit scripts (*.json);;All files (*)"
+
+
+class WindowCommands:
+    """Menu commands of ``MainWindow`` (mixed in; uses its document, views and preferences)."""
+
+    # ------------------------------------------------------------------ open
+
+    def open_dialog(self) -> bool:
+        """File ▸ Open: choose a model file and open it."""
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", self.prefs.last_dir(), OPEN_FILTER)
+        if not path:
+            return False
+        self.prefs.set_last_dir(Path(path).parent)
+        return self.open_path(path, origin="dialog")
+
+    def populate_recent(self) -> None:
+        """Fill File ▸ Open Recent from the settings."""
+        menu = self.menus["recent"]
+        menu.clear()
+        recent = self.prefs.recent_files()
+        for i, spec in enumerate(recent, start=1):
+            act = menu.addAction(f"&{i % 10}  {Path(spec.partition('::')[0]).name}" + (f"::{spec.partition('::')[2]}" if "::" in spec else ""))
+            act.setToolTip(spec)
+            act.setData(spec)
+            act.triggered.connect(partial(lambda s, _c=False: self.open_path(s, origin="recent"), spec))
+        if not recent:
+            menu.addAction("No recent files").setEnabled(False)
+        menu.addSeparator()
+        menu.addAction(self.actions["clear_recent"])
+
+    def clear_recent(self) -> None:
+        """Forget the recent files."""
+        self.prefs.clear_recent()
+
+    # ------------------------------------------------------------------ scripts
+
+    def save_script(self) -> bool:
+        """Ctrl+S: save the edit script (asks where the first time); True when saved."""
+        if self.document is None:
+            return False
+        if self.script_path is None:
+            return self.save_script_as()
+        return self._write_script(self.script_path)
+
+    def save_script_as(self) -> bool:
+        """Save the edit script to a file chosen in a dialog."""
+        if self.document is None:
+            return False
+        default = self._default_output(".edits.json")
+        path, _ = QFileDialog.getSaveFileName(self, "Save edit script", str(default), SCRIPT_FILTER)
+        if not path:
+            return False
+        return self._write_script(Path(path))
+
+    def _write_script(self, path: Path) -> bool:
+        from fxstudio.core.edit_script import save_script
+
+        try:
+            save_script(path, self.document.edit_script())
+        except (FxStudioError, OSError) as exc:
+            QMessageBox.critical(self, "Cannot save the edit script", str(exc))
+            return False
+        self.script_path = Path(path)
+        self.prefs.set_last_dir(Path(path).parent)
+        self.document.mark_saved()
+        if self.spec and self.autosave:
+            journal.clear_journal(self.spec)
+        self.update_chrome()
+        self.statusBar().showMessage(f"Saved {len(self.document.edit_script()['edits'])} edits to {path}", 6000)
+        return True
+
+    def replay_dialog(self) -> bool:
+        """File ▸ Apply Edit Script: apply a saved script's edits, each as an undoable command."""
+        if self.document is None:
+            return False
+        path, _ = QFileDialog.getOpenFileName(self, "Apply edit script", self.prefs.last_dir(), SCRIPT_FILTER)
+        if not path:
+            return False
+        return self.replay_script(path)
+
+    def replay_script(self, path) -> bool:
+        """Apply every edit of the script at ``path`` as if typed; stops at the first refusal."""
+        from fxstudio.core.edit_script import load_script
+
+        try:
+            script = load_script(path)
+        except FxStudioError as exc:
+            QMessageBox.critical(self, "Cannot read the edit script", str(exc))
+            return False
+        return self.apply_edits(script["edits"], source=Path(path).name)
+
+    def apply_edits(self, edits: list[dict], source: str = "script") -> bool:
+        """Apply ``edits`` one by one through ``doc.apply_edit``; a refusal stops and is reported."""
+        for i, edit in enumerate(edits):
+            try:
+                self.document.apply_edit(edit)
+            except EditRefused as exc:
+                self.report_refusal(f"Edit {i + 1} of {source} was refused: {exc}")
+                return False
+        self.statusBar().showMessage(f"Applied {len(edits)} edits from {source}", 6000)
+        return True
+
+    # ------------------------------------------------------------------ export
+
+    def export_dialog(self) -> bool:
+        """Ctrl+E: export the edited module as a verified standalone .py (in a worker)."""
+        if self.document is None:
+            return False
+        default = self._default_output("_edited.py")
+        path, _ = QFileDialog.getSaveFileName(self, "Export Python", str(default), "Python files (*.py)")
+        if not path:
+            return False
+        if not path.endswith(".py"):
+            path += ".py"
+        self.prefs.set_last_dir(Path(path).parent)
+        self.export_to(Path(path))
+        return True
+
+    def export_to(self, path: Path) -> BackgroundTask:
+        """Export to ``path`` in a worker thread with a progress dialog; returns the task."""
+        from fxstudio.core.export import export_python
+
+        doc = self.document
+        doc.module()  # recompile on the GUI thread: the worker must not race the views for it
+        script = self.script_path if self.script_path is not None and not doc.dirty else None
+
+        def work(ctx):
+            return export_python(doc, path, script_path=script, verify=True,
+                                 progress=lambda message, fraction: ctx.progress(message, fraction))
+
+        task = BackgroundTask(work, name="export", parent=self)
+        progress = QProgressDialog(f"Exporting and verifying {path.name}…", "Cancel", 0, 100, self)
+        progress.setObjectName("exportProgress")
+        progress.setWindowModality(Qt.WindowModality.WindowModal)
+        progress.setMinimumDuration(400)
+        progress.canceled.connect(task.cancel)
+        task.progress.connect(progress.setLabelText)
+        task.fraction.connect(progress.setValue)
+
+        def finish():
+            progress.reset()
+            progress.deleteLater()
+            self._tasks.remove(task)
+
+        def done(result):
+            finish()
+            self.last_export = result
+            self.statusBar().showMessage(f"Exported and verified {path}", 8000)
+            self.problems.add("info", "export", f"Exported {path.name}: {_export_summary(result)}")
+
+        def failed(exc, tb):
+            finish()
+            message = str(exc) if isinstance(exc, FxStudioError) else f"Export failed unexpectedly: {type(exc).__name__}: {exc}"
+            self.problems.add("error", "export", message)
+            self.last_export = exc
+            QMessageBox.critical(self, "Export failed", message)
+
+        task.succeeded.connect(done)
+        task.failed.connect(failed)
+        task.cancelled_signal.connect(lambda: (finish(), self.statusBar().showMessage("Export cancelled", 5000)))
+        self._tasks.append(task)
+        self.statusBar().showMessage(f"Exporting {path.name}…")
+        return task.start()
+
+    def _default_output(self, suffix: str) -> Path:
+        folder = Path(self.prefs.last_dir() or Path.cwd())
+        stem = "model"
+        if self.document is not None and self.document.loaded.path is not None:
+            stem = Path(self.document.loaded.path).stem
+        return folder / f"{stem}{suffix}"
+
+    # ------------------------------------------------------------------ edit
+
+    def undo(self) -> None:
+        """Ctrl+Z."""
+        if self.document is not None and self.document.can_undo:
+            self.document.undo()
+
+    def redo(self) -> None:
+        """Ctrl+Shift+Z / Ctrl+Y."""
+        if self.document is not None and self.document.can_redo:
+            self.document.redo()
+
+    def delete_selected(self) -> None:
+        """Delete: erase the selected node (a node with users is refused with the reason)."""
+        doc = self.document
+        node = doc.node(self.selection.current()) if doc is not None and self.selection.current() is not None else None
+        if node is None:
+            return
+        try:
+            doc.apply_edit({"op": "erase", "node": node.name})
+        except EditRefused as exc:
+            self.report_refusal(str(exc))
+            return
+        self.selection.clear()
+
+    def focus_find(self) -> None:
+        """Ctrl+F: the canvas's find bar (matches names, ops and targets as you type)."""
+        if self.canvas is not None and self.document is not None:
+            self.canvas.open_search()
+
+    def find_next(self) -> None:
+        """F3: the next match of the find bar."""
+        if self.canvas is not None and self.document is not None:
+            self.canvas.next_match()
+
+    def fit(self) -> None:
+        """F: fit the graph in the canvas."""
+        if self.canvas is not None:
+            self.canvas.fit()
+
+    def about(self) -> None:
+        """Help ▸ About."""
+        import PySide6
+        import torch
+
+        from fxstudio import __version__
+
+        QMessageBox.about(
+            self,
+            "About fxstudio",
+            f"<h3>fxstudio {__version__}</h3>"
+            "<p>A desktop editor for torch.fx graphs: open a model, edit its graph with undo, compare "
+            "the edited module with the original, and export it as a standalone, verified Python file.</p>"
+            f"<p>torch {torch.__version__} · PySide6 {PySide6.__version__}</p>",
+        )
+
+
+def _export_summary(result) -> str:
+    parts = []
+    verdict = getattr(result, "verdict", "")
+    if verdict:
+        parts.append(str(verdict))
+    weights = getattr(result, "weights_path", None)
+    if weights is not None:
+        parts.append(f"weights in {Path(weights).name}")
+    return "; ".join(parts) or "verified"

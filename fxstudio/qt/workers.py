@@ -1,0 +1,111 @@
+"""Long work off the GUI thread: a task runs a plain function in a worker thread and reports back
+through queued Qt signals, so every slot runs on the GUI thread.
+
+Cancelling cannot stop a thread that is inside torch or user code; it detaches the task instead:
+the window returns at once, and whatever the function later returns is dropped. Worker threads are
+daemons, so a detached task never keeps the application from exiting.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Signal
+
+
+class TaskCancelled(Exception):
+    """Raised inside a task's function by :meth:`TaskContext.check` once the user cancelled."""
+
+
+class TaskContext:
+    """Handed to the task's function: report progress, and check for cancellation between steps."""
+
+    def __init__(self, task: "BackgroundTask"):
+        self._task = task
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the user cancelled."""
+        return self._task.cancelled
+
+    def check(self) -> None:
+        """Raise :class:`TaskCancelled` if the user cancelled (call it between steps)."""
+        if self._task.cancelled:
+            raise TaskCancelled()
+
+    def progress(self, text: str, fraction: float | None = None) -> None:
+        """Show ``text`` as the current step, and ``fraction`` (0..1) done if known (thread-safe)."""
+        if not self._task.cancelled:
+            self._task.progress.emit(text)
+            if fraction is not None:
+                self._task.fraction.emit(max(0, min(100, int(round(fraction * 100)))))
+
+
+class BackgroundTask(QObject):
+    """Runs ``fn(ctx)`` in a worker thread; emits ``succeeded(result)`` or ``failed(exc, tb_text)``.
+
+    Exactly one of the two is emitted, on the GUI thread, unless the task was cancelled first
+    (then ``cancelled_signal`` was emitted when :meth:`cancel` was called, and nothing follows).
+    """
+
+    succeeded = Signal(object)
+    failed = Signal(object, str)
+    progress = Signal(str)
+    fraction = Signal(int)  # percent done, when the work knows it
+    cancelled_signal = Signal()
+    _finished = Signal(object, object, str)
+
+    def __init__(self, fn: Callable[[TaskContext], Any], name: str = "task", parent: QObject | None = None):
+        super().__init__(parent)
+        self.fn = fn
+        self.name = name
+        self.cancelled = False
+        self.done = False
+        self.started_at = 0.0
+        self.elapsed = 0.0
+        self._thread: threading.Thread | None = None
+        self._finished.connect(self._deliver)
+
+    def start(self) -> "BackgroundTask":
+        """Start the worker thread; returns self."""
+        self.started_at = time.perf_counter()
+        ctx = TaskContext(self)
+        self._thread = threading.Thread(target=self._work, args=(ctx,), name=f"fxstudio-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def _work(self, ctx: TaskContext) -> None:
+        try:
+            result = self.fn(ctx)
+        except TaskCancelled:
+            return
+        except BaseException as exc:  # delivered to the GUI thread, which decides how to show it
+            self._finished.emit(None, exc, traceback.format_exc())
+            return
+        self._finished.emit(result, None, "")
+
+    def _deliver(self, result, exc, tb_text: str) -> None:
+        self.done = True
+        self.elapsed = time.perf_counter() - self.started_at
+        if self.cancelled:
+            return
+        if exc is not None:
+            self.failed.emit(exc, tb_text)
+        else:
+            self.succeeded.emit(result)
+
+    def cancel(self) -> None:
+        """Detach: no result will be delivered. Emits ``cancelled_signal`` once."""
+        if not self.cancelled and not self.done:
+            self.cancelled = True
+            self.cancelled_signal.emit()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the worker thread ends (tests, shutdown); True if it ended."""
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()

@@ -1,0 +1,79 @@
+"""The classic walk-through edits on the bundled examples, made through the Document as the GUI does:
+the first divergent node is the edited one (or nothing diverges for an equivalent rewrite)."""
+
+import pytest
+
+from fxstudio.core.compare import compare_models
+from fxstudio.core.document import Document
+from fxstudio.core.graph_diff import graph_diff
+from fxstudio.core.loading import load_model
+from fxstudio.resources import example_path
+
+
+def run(doc, **kw):
+    kw.setdefault("repeats", 1)
+    return compare_models(doc.loaded.module, doc.original, doc.module(), doc.loaded.example_inputs, **kw)
+
+
+def open_doc(name):
+    return Document(load_model(example_path(name)))
+
+
+@pytest.mark.parametrize("example, edits, first", [
+    ("add_mul.py", [{"op": "set_arg", "node": "mul", "key": 1, "value": "10"}], "mul"),
+    ("clamp.py", [{"op": "set_arg", "node": "clamp", "key": "max", "value": "10.0"}], "clamp"),
+    ("sub_chain.py", [{"op": "erase", "node": "sub", "replace_uses_with": "add"}], "mul"),
+    ("sub_chain.py", [{"op": "set_target", "node": "sub", "target": "operator.add"}], "sub"),
+    ("relu_add.py", [{"op": "set_target", "match": "torch.relu", "target": "relu_add.my_relu"}], "relu"),
+    ("add_mul.py", [{"op": "insert", "before": "mul", "kind": "call_function", "target": "torch.relu",
+                     "args": "(%add,)", "kwargs": "{}", "name": "relu"},
+                    {"op": "set_arg", "node": "mul", "key": 0, "value": "%relu"}], None),
+    ("two_linear.py", [{"op": "set_arg", "node": "add", "key": 1, "value": "%linear1"}], "add"),
+    ("conv_bn_relu.py", [{"op": "set_target", "node": "relu1", "target": "torch.nn.Sigmoid()"}], "relu1"),
+])
+def test_first_divergence_is_the_edited_node(example, edits, first):
+    doc = open_doc(example)
+    for edit in edits:
+        doc.apply_edit(edit)
+    report = run(doc)
+    assert report.error is None
+    edited_ids = graph_diff(doc.original, doc.edited).changed
+    if first is None:
+        # relu of x + 5 with x >= 0 changes nothing: the inserted node has no counterpart, nothing diverges
+        assert report.first_divergence is None and report.all_close
+        assert [n.name for n in report.nodes if n.status == "no_counterpart"] == ["relu"]
+        return
+    assert report.first_divergence.name == first
+    assert report.first_divergence.node_id in edited_ids  # the node whose op or arguments the edit changed
+    assert not report.all_close
+    before = [n for n in report.nodes if n.index < report.first_divergence.index]
+    assert all(n.status in ("equal", "no_counterpart") for n in before)
+
+
+def test_equivalent_rewrite_view_to_reshape_diverges_nowhere():
+    doc = open_doc("view_reshape.py")
+    doc.apply_edit({"op": "set_target", "node": "view", "target": "reshape"})
+    report = run(doc)
+    assert graph_diff(doc.original, doc.edited).changed == {doc.id_of(doc.find("view"))}
+    assert report.first_divergence is None and report.all_close
+    assert all(o.max_abs == 0.0 for o in report.outputs)
+
+
+def test_shape_breaking_edit_names_the_node():
+    doc = open_doc("residual_cnn.py")
+    doc.apply_edit({"op": "insert", "after": "flatten", "kind": "call_method", "target": "reshape",
+                    "args": "(%flatten, -1, 7)", "name": "bad_reshape"})
+    doc.apply_edit({"op": "set_arg", "node": "fc", "key": 0, "value": "%bad_reshape"})
+    report = run(doc)
+    assert report.error is not None and report.error.node_name == "bad_reshape"
+    assert report.error.node_id == doc.id_of(doc.find("bad_reshape"))
+    assert "RuntimeError" in report.error.message
+    assert "edited graph raised an error at node bad_reshape" in report.error.describe()
+
+
+def test_identical_transformer_in_half_precision_has_no_divergence():
+    doc = open_doc("transformer_block.py")
+    report = run(doc, dtype="bfloat16")
+    assert report.first_divergence is None and report.error is None
+    assert all(o.max_abs == 0.0 and o.dtype == "bfloat16" for o in report.outputs)
+    assert len(report.divergence_by_id) == len(doc.original.graph.nodes)

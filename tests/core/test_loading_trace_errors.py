@@ -1,0 +1,82 @@
+"""Trace failures name the user's file and line and suggest the remedy that fits."""
+
+import textwrap
+
+import pytest
+import torch
+
+from fxstudio.core.errors import TraceError
+from fxstudio.core.loading import load_model
+
+HEAD = "import torch\nfrom torch import nn\n\n"
+
+
+def write(path, body):
+    path.write_text(HEAD + textwrap.dedent(body))
+    return path
+
+
+def test_untraceable_helper_suggests_fx_wrap_and_autowrap_fixes_it(tmp_path):
+    f = write(tmp_path / "helper_len.py", """
+    def per_row(x):
+        return x / len(x)
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return per_row(x) + 1
+
+    EXAMPLE_INPUTS = (torch.ones(4, 2),)
+    """)
+    with pytest.raises(TraceError) as info:
+        load_model(f)
+    msg = str(info.value)
+    assert f"{f}:5 in per_row (`return x / len(x)`)" in msg
+    assert "torch.fx.wrap" in msg or "concrete_args" in msg
+    loaded = load_model(f, autowrap_functions=["per_row"])
+    calls = [n for n in loaded.graph_module.graph.nodes if n.op == "call_function"]
+    assert calls[0].target.__name__ == "per_row" and calls[0].meta["fxs_shape"] == (4, 2)
+    torch.testing.assert_close(loaded.graph_module(torch.ones(4, 2)), torch.full((4, 2), 1.25))
+
+
+def test_library_function_failure_suggests_fx_wrap(tmp_path):
+    f = write(tmp_path / "np_call.py", """
+    import math
+
+    class Net(nn.Module):
+        def forward(self, x):
+            return x * math.sqrt(x.sum())
+
+    EXAMPLE_INPUTS = (torch.ones(4),)
+    """)
+    with pytest.raises(TraceError) as info:
+        load_model(f)
+    msg = str(info.value)
+    assert f"{f}:8 in forward (`return x * math.sqrt(x.sum())`)" in msg
+    assert "TypeError" in msg
+
+
+def test_branch_inside_a_submodule_suggests_that_leaf_module(tmp_path):
+    f = write(tmp_path / "gated.py", """
+    class Gate(nn.Module):
+        def forward(self, x):
+            if x.mean() > 0:
+                return x
+            return -x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gate = Gate()
+        def forward(self, x):
+            return self.gate(x) * 2
+
+    EXAMPLE_INPUTS = (torch.ones(3),)
+    """)
+    with pytest.raises(TraceError) as info:
+        load_model(f)
+    msg = str(info.value)
+    assert f"{f}:6 in forward (`if x.mean() > 0:`)" in msg
+    assert "--leaf-module gate" in msg and "Gate" in msg
+    loaded = load_model(f, leaf_modules=["gate"])
+    gate = next(n for n in loaded.graph_module.graph.nodes if n.op == "call_module")
+    assert gate.target == "gate" and gate.meta["fxs_shape"] == (3,)

@@ -1,0 +1,58 @@
+"""Shared set-up for the window tests: a MainWindow with its settings and journals in tmp_path."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from fxstudio.resources import EXAMPLES_DIR
+
+LOAD_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch):
+    """Settings and autosave journals under tmp_path (never the user's)."""
+    monkeypatch.setenv("FXSTUDIO_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("FXSTUDIO_STATE_DIR", str(tmp_path / "state"))
+    return tmp_path
+
+
+@pytest.fixture
+def make_window(qtbot, isolated):
+    """Factory of shown MainWindows; each is closed at the end without prompting."""
+    from fxstudio.qt.main_window import MainWindow
+
+    made = []
+
+    def make(**kwargs):
+        win = MainWindow(**kwargs)
+        qtbot.addWidget(win)
+        win.show()
+        qtbot.waitExposed(win)
+        made.append(win)
+        return win
+
+    yield make
+    for win in made:
+        if win.document is not None and win.document.dirty:
+            win.document.mark_saved()
+        win.close()
+
+
+def user_copy(tmp_path: Path, example: str) -> Path:
+    """A copy of a built-in example outside the examples folder (so it counts as user code)."""
+    target = tmp_path / "models" / example
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(EXAMPLES_DIR / example, target)
+    return target
+
+
+def open_and_wait(qtbot, win, spec, origin: str = "argument", **kwargs):
+    """Open ``spec`` through the window's open flow and wait for its document."""
+    before = win.document
+    assert win.open_path(spec, origin=origin, **kwargs)
+    qtbot.waitUntil(lambda: win.document is not None and win.document is not before, timeout=LOAD_TIMEOUT_MS)
+    return win.document
