@@ -17,16 +17,19 @@ from fxstudio.core.errors import LoadError, RunError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``fxstudio compare``."""
-    parser.add_argument("model", metavar="MODEL", help="the original model file (.py[::Name], .pt2, .pt)")
+    """Arguments of ``fxstudio compare``: the model options shared by every command, then these."""
+    from fxstudio.cli_commands.model_args import add_model_arguments
+
+    add_model_arguments(parser, model_help="the original model file: FILE.py[::Name], FILE.pt2, FILE.pt/.pth")
     parser.add_argument("edited", metavar="EDITED", help="an edit script (.json) or an exported fxstudio .py")
     parser.add_argument("--device", default="cpu", help="cpu, cuda:N or mps (default: cpu)")
     parser.add_argument("--dtype", default=None, choices=["float32", "float16", "bfloat16"],
                         help="run both models in this dtype (default: as loaded)")
     parser.add_argument("--seed", type=int, default=None,
-                        help="use seeded random inputs shaped like the example inputs (or --input-shape)")
-    parser.add_argument("--input-shape", action="append", default=None, metavar="SHAPE",
-                        help="an input shape such as 1,3,32,32 or 2,16:int64[0,100) (repeatable)")
+                        help="use seeded random inputs shaped like the example inputs (or --input-spec)")
+    parser.add_argument("--input-spec", action="append", default=None, metavar="SPEC",
+                        help="a random input's shape and dtype, e.g. 1,3,32,32:float16 or 2,16:int64[0,100) "
+                             "(repeat per input; implies random inputs)")
     parser.add_argument("--inputs", default=None, metavar="FILE.pt",
                         help="inputs from a .pt file of tensors (loaded with weights_only=True)")
     parser.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
@@ -35,33 +38,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-per-node", dest="per_node", action="store_false",
                         help="compare outputs only, skip the node-by-node run")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every output is within tolerance")
-    parser.add_argument("--tracer", choices=["fx", "export"], default=None, help="how to trace MODEL")
-    parser.add_argument("--trust", action="store_true", help="allow a full unpickle of a .pt model")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     """Load, replay or load the edited model, compare, print; returns the exit status."""
+    from fxstudio.cli_commands.model_args import load_from_args
     from fxstudio.core.compare import compare_models
-    from fxstudio.core.loading import load_model
     from fxstudio.core.run_inputs import load_inputs_file, parse_input_spec, random_inputs, specs_from_inputs
 
     if args.rtol < 0 or args.atol < 0:
         raise RunError("--rtol and --atol must not be negative.")
-    specs = [parse_input_spec(s) for s in args.input_shape] if args.input_shape else None
-    # The loader makes float32 inputs from shapes; integer inputs (token ids) come from the specs below.
-    shapes = [s.shape for s in specs] if specs and all(s.dtype.startswith("float") for s in specs) else None
-    loaded = load_model(args.model, tracer=args.tracer, input_shapes=shapes, trust=args.trust)
-    original, traced, edited, match = _edited(loaded, Path(args.edited), args, shapes)
+    if args.repeats < 1:
+        raise RunError("--repeats must be at least 1.")
+    specs = [parse_input_spec(s) for s in args.input_spec] if args.input_spec else None
+    loaded = load_from_args(args)
+    original, traced, edited, match = _edited(loaded, Path(args.edited), args)
 
     placeholders = [n.name for n in traced.graph.nodes if n.op == "placeholder"]
+    seed = args.seed if args.seed is not None else 0
     if args.inputs:
         inputs = load_inputs_file(args.inputs, placeholders)
         source = f"inputs from {args.inputs}"
-    elif args.seed is not None or (specs and shapes is None):
+    elif args.seed is not None or specs:
         specs = specs or specs_from_inputs(tuple(loaded.example_inputs))
-        inputs = random_inputs(specs, args.seed or 0)
-        source = f"random inputs, seed {args.seed or 0}: " + "; ".join(s.text() for s in specs)
+        inputs = random_inputs(specs, seed)
+        source = f"random inputs, seed {seed}: " + "; ".join(s.text() for s in specs)
     else:
         inputs = tuple(loaded.example_inputs)
         source = "the model's example inputs"
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
     report = compare_models(original, traced, edited, inputs, device=args.device, dtype=args.dtype,
                             rtol=args.rtol, atol=args.atol, repeats=args.repeats, per_node=args.per_node,
-                            match=match, seed=args.seed if args.seed is not None else 0)
+                            match=match, seed=seed)
     report.notes.insert(0, f"ran on {source}; nodes matched by {'stable id' if match == 'id' else 'name'}")
     if args.json:
         data = report.to_json()
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _edited(loaded, path: Path, args: argparse.Namespace, shapes):
+def _edited(loaded, path: Path, args: argparse.Namespace):
     """(original module, traced graph, edited graph, match kind) for an edit script or an exported file."""
     if not path.is_file():
         raise LoadError(f"The edited model {path} does not exist.")
@@ -99,6 +101,6 @@ def _edited(loaded, path: Path, args: argparse.Namespace, shapes):
     if path.suffix == ".py":
         from fxstudio.core.loading import load_model
 
-        other = load_model(path, input_shapes=shapes)
+        other = load_model(path, tracer=loaded.tracer, input_shapes=args.input_shapes)
         return loaded.module, loaded.graph_module, other.graph_module, "name"
     raise LoadError(f"{path} is neither an edit script (.json) nor an exported fxstudio .py file.")

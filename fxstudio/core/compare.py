@@ -19,7 +19,8 @@ import torch
 import torch.fx
 
 from fxstudio.core.divergence import (
-    DivergenceResult, NodeDivergence, NodeFailure, RunCancelled, _is_oom, run_divergence,
+    DivergenceResult, NodeDivergence, NodeFailure, RunCancelled, _is_oom, clone_tensors, graph_may_mutate,
+    run_divergence,
 )
 from fxstudio.core.errors import RunError
 from fxstudio.core.run_inputs import dtype_name, inputs_for_run, module_for_run, parse_run_dtype
@@ -257,6 +258,9 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
                              progress=step.nodes, cancel=is_cancelled, seed=seed)
         _take_divergence(report, div)
 
+    # A graph that writes into its inputs gets fresh copies for every call, the caller's untouched.
+    fresh = graph_may_mutate(traced) or graph_may_mutate(edited)
+    feed = (lambda: clone_tensors(args)) if fresh else (lambda: args)
     outs: dict[str, Any] = {}
     for i, label in enumerate(("original", "traced", "edited")):
         if is_cancelled is not None and is_cancelled():
@@ -265,14 +269,14 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
         if label == "edited" and report.error is not None and report.error.graph == "edited":
             continue
         try:
-            outs[label] = _run_once(mods[label], args, seed)
+            outs[label] = _run_once(mods[label], feed(), seed)
         except Exception as exc:  # noqa: BLE001 - reported with the node that raised
             if label == "original":
                 raise RunError(f"The original model fails on these inputs ({type(exc).__name__}: {exc}); "
                                "check the input shapes and dtype.") from None
             report.error = _locate_failure(mods["traced"], mods[label], args, exc, label, match, seed)
             continue
-        report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, args, seed), device=device,
+        report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, feed(), seed), device=device,
                                                   repeats=repeats, cancel=is_cancelled)
     if "original" in outs and "traced" in outs:
         report.trace_outputs = _output_metrics(outs["original"], outs["traced"], rtol=rtol, atol=atol)
@@ -305,7 +309,8 @@ def _locate_failure(traced: torch.fx.GraphModule, failing: torch.nn.Module, args
     """The node that raised ``exc``: found by rerunning the graph node by node (only on failure)."""
     if isinstance(failing, torch.fx.GraphModule):
         try:
-            div = run_divergence(traced, failing, args, rtol=0.0, atol=math.inf, match=match, seed=seed)
+            div = run_divergence(traced, failing, clone_tensors(args), rtol=0.0, atol=math.inf, match=match,
+                                 seed=seed)
             if div.failure is not None:
                 return div.failure
         except Exception:  # noqa: BLE001 - fall back to the plain message below

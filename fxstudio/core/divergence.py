@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import gc
 import math
+import operator
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.fx
+import torch.utils._pytree
 
 from fxstudio.core.errors import RunError
 from fxstudio.core.run_metrics import diff_values
@@ -170,12 +172,52 @@ class _Stepper:
         self.interp.env.pop(node, None)
 
 
+_INPLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                      operator.ifloordiv, operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor,
+                      operator.ilshift, operator.irshift, operator.imatmul}
+
+
+def may_mutate(node: torch.fx.Node, gm: torch.nn.Module) -> bool:
+    """Whether running ``node`` may write into one of its input tensors (an in-place op).
+
+    A heuristic on names: ``x.add_()``, ``torch.relu_``, ``inplace=True``, ``nn.ReLU(inplace=True)``,
+    ``x[i] = v`` and augmented assignments. Mutations hidden inside a user's own module are not seen.
+    """
+    if node.kwargs.get("inplace") is True:
+        return True
+    target = node.target
+    if node.op == "call_method":
+        return isinstance(target, str) and target.endswith("_") and not target.startswith("__")
+    if node.op == "call_function":
+        if target in _INPLACE_OPERATORS:
+            return True
+        name = getattr(target, "__name__", "") or ""
+        return name.endswith("_") and not name.startswith("__")
+    if node.op == "call_module":
+        try:
+            return getattr(gm.get_submodule(node.target), "inplace", False) is True
+        except AttributeError:
+            return False
+    return False
+
+
+def graph_may_mutate(gm: torch.fx.GraphModule) -> bool:
+    """Whether any node of ``gm`` may write into a tensor in place (see ``may_mutate``)."""
+    return any(may_mutate(n, gm) for n in gm.graph.nodes)
+
+
+def clone_tensors(value: Any) -> Any:
+    """``value`` with every tensor in it cloned (containers rebuilt, other leaves shared)."""
+    return torch.utils._pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, value)
+
+
 def _is_oom(exc: BaseException) -> bool:
     if isinstance(exc, torch.OutOfMemoryError):
         return True
-    return isinstance(exc, (RuntimeError, MemoryError)) and (
-        isinstance(exc, MemoryError) or "out of memory" in str(exc).lower()
-    )
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
 
 
 def _failure(graph: str, node: torch.fx.Node, exc: BaseException, node_id: int | None) -> NodeFailure:
@@ -199,8 +241,20 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
     ``result.failure`` (the run stops there) rather than raised.
     """
     key = match_key(match)
-    orig = _Stepper(original, args)
-    edit = _Stepper(edited, args)
+    orig = _Stepper(original, clone_tensors(args) if graph_may_mutate(original) else args)
+    # Both graphs read the same input tensors: the edited one gets its own if it may write into them.
+    fresh = graph_may_mutate(original) or graph_may_mutate(edited)
+    edit = _Stepper(edited, clone_tensors(args) if fresh else args)
+    mutating = {n for n in orig.nodes if may_mutate(n, original)}
+    targets: dict[Any, str] = {}
+    snapshots: dict[torch.fx.Node, Any] = {}  # values as computed, before an in-place op changed them
+
+    def target_text(node: torch.fx.Node) -> str:
+        t = node.target
+        try:
+            return targets[t] if t in targets else targets.setdefault(t, format_target(node))
+        except TypeError:  # an unhashable target
+            return format_target(node)
     orig_by_key = {}
     for n in orig.nodes:
         k = key(n)
@@ -232,6 +286,11 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             if counterpart is not None:
                 while orig.position[counterpart] >= orig.pos:
                     onode = orig.nodes[orig.pos]
+                    if onode in mutating:
+                        # An in-place op must not change a value still waiting for its comparison.
+                        for inp in onode._input_nodes:
+                            if inp in pending and inp in orig.interp.env and inp not in snapshots:
+                                snapshots[inp] = clone_tensors(orig.interp.env[inp])
                     try:
                         orig.step()
                     except Exception as exc:  # noqa: BLE001 - reported, not raised
@@ -243,15 +302,16 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
                 edit.step()
             except Exception as exc:  # noqa: BLE001 - reported, not raised
                 result.failure = _failure("edited", enode, exc, eid)
-                result.nodes.append(NodeDivergence(index, eid, enode.name, enode.op, format_target(enode),
+                result.nodes.append(NodeDivergence(index, eid, enode.name, enode.op, target_text(enode),
                                                    counterpart.name if counterpart is not None else None,
                                                    "error", note=result.failure.message))
                 _cleanup(orig, edit, exc)
                 return result
-            row = NodeDivergence(index, eid, enode.name, enode.op, format_target(enode), None, "no_counterpart")
+            row = NodeDivergence(index, eid, enode.name, enode.op, target_text(enode), None, "no_counterpart")
             if counterpart is not None:
                 row.counterpart = counterpart.name
-                diff = diff_values(orig.interp.env[counterpart], edit.interp.env[enode], rtol=rtol, atol=atol,
+                reference = snapshots.pop(counterpart) if counterpart in snapshots else orig.interp.env[counterpart]
+                diff = diff_values(reference, edit.interp.env[enode], rtol=rtol, atol=atol,
                                    with_rel=False, with_cosine=False)
                 if diff is None or diff.equal:
                     row.status, row.max_abs, row.score = "equal", 0.0, 0.0

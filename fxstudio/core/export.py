@@ -221,5 +221,5 @@ def _header(loaded: LoadedModel, script_path, edit_labels: list[str], weights_na
         lines.append("Edits: none (the graph as traced).")
     lines.extend(f"  {i}. {label}" for i, label in enumerate(edit_labels, 1))
     lines.append(f"Weights: {weights_name} beside this file (torch.load with weights_only=True).")
-    lines.append("Use: `from <this module> import get_model; model = get_model()`.")
+    lines.append("Use: `model = get_model()`, then `model(*example_inputs())`.")
     return lines

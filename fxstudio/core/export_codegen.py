@@ -38,7 +38,7 @@ _CUSTOM_BUILTIN_IMPORTS = {
 }
 _NOT_WRAPPED_MODULES = ("torch", "math", "operator", "builtins", "_operator")
 _FREE_STATEMENT = re.compile(r";  [A-Za-z_]\w*(?: = [A-Za-z_]\w*)* = None$")
-_CONSTANT_NAME = re.compile(r"(^|\.)(_tensor_constant\d+|lifted_tensor_\d+|c_.*|_frozen_param\d+)$")
+_CONSTANT_NAME = re.compile(r"(^|\.)(_tensor_constant\d+|lifted_tensor_\d+|_frozen_param\d+)$")
 
 ATTACH_HELPER = '''
 def _attach(root: nn.Module, path: str, value) -> None:
@@ -281,6 +281,7 @@ def generate_file(
     out.append(f'WEIGHTS_FILE = "{weights_name}"')
     out.append('"""Parameters, buffers and tensor constants, in the file beside this one."""')
     if needs_attach:
+        out.append("")
         out.append("")
         out.append(ATTACH_HELPER.strip("\n"))
     out.append("")

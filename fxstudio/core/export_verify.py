@@ -164,7 +164,7 @@ def run_exported(
         torch.save(tuple(plain(v) for v in inputs), inputs_path)
         name = "".join(c if c.isalnum() or c == "_" else "_" for c in py_path.stem) or "exported"
         argv = [
-            sys.executable, "-I", "-c", _CHILD, name, str(py_path), str(inputs_path), str(result_path),
+            sys.executable, "-I", "-B", "-c", _CHILD, name, str(py_path), str(inputs_path), str(result_path),
             str(torch.get_num_threads()), str(SEED), json.dumps([str(p) for p in search_paths]),
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}

@@ -19,8 +19,8 @@ import torch.fx
 from fxstudio.core.graph_model import GraphArrays, extract_graph, to_networkx  # noqa: F401 (re-exported)
 from fxstudio.core.layout_coords import assign_x, band_tops
 from fxstudio.core.layout_crossings import reduce_crossings
-from fxstudio.core.layout_groups import build_groups, class_names, collapse_owner
-from fxstudio.core.layout_layers import add_dummies, assign_layers
+from fxstudio.core.layout_groups import build_groups, class_names, collapse_owner, frame_gaps, frame_members
+from fxstudio.core.layout_layers import add_dummies, assign_layers, sorted_unique
 from fxstudio.core.layout_routes import route_edges
 from fxstudio.core.layout_types import Layout, NodeBox
 
@@ -29,7 +29,7 @@ MIN_W, MAX_W = 140.0, 320.0
 CHAR_W = 7.0
 NODE_GAP = 36.0
 DUMMY_GAP = 14.0
-LAYER_GAP = 44.0
+LAYER_GAP = 40.0
 
 Sizes = Mapping[str, tuple[float, float]] | Callable[[str], tuple[float, float]] | None
 
@@ -62,6 +62,7 @@ class _Units:
         self.weight_like: list[bool] = []
         self.targets: list[str] = []
         self.shapes: list[str] = []
+        self.ops: list[str] = []
         unit_of = np.empty(ga.n, dtype=np.int64)
         group_unit: dict[str, int] = {}
         wl = ga.weight_like.tolist()
@@ -74,6 +75,7 @@ class _Units:
                 self.weight_like.append(wl[i])
                 self.targets.append(ga.targets[i])
                 self.shapes.append(ga.shapes[i])
+                self.ops.append(ga.ops[i])
             else:
                 u = group_unit.get(owner)
                 if u is None:
@@ -84,19 +86,72 @@ class _Units:
                     self.weight_like.append(False)
                     self.targets.append("")
                     self.shapes.append("")
+                    self.ops.append("group")
                 self.members[owner] = self.members.get(owner, 0) + 1
                 unit_of[i] = u
         self.group_unit = group_unit
         self.n = len(self.names)
+        if group_unit:
+            unit_of = self._renumber(ga, owners, unit_of)
         us, ud = unit_of[ga.src], unit_of[ga.dst]
         keep = us != ud
         self.edge_src, self.edge_dst = us[keep], ud[keep]
         self.edge_keys = [k for k, m in zip(ga.keys, keep.tolist()) if m]
+        if collapsed:
+            # Edges merged by a collapsed group are routed once.
+            seen: set = set()
+            mask = []
+            grp = self.is_group
+            for a, b, k in zip(self.edge_src.tolist(), self.edge_dst.tolist(), self.edge_keys):
+                ident = (a, b) if grp[a] or grp[b] else (a, b, k)  # a group card has no input ports
+                mask.append(ident not in seen)
+                seen.add(ident)
+            m = np.asarray(mask, dtype=bool)
+            self.edge_src, self.edge_dst = self.edge_src[m], self.edge_dst[m]
+            self.edge_keys = [k for k, keep_it in zip(self.edge_keys, mask) if keep_it]
         # Units are numbered by first member in graph order; an edge against that order (only possible
         # through a collapsed group) is laid out reversed.
         lo, hi = np.minimum(us, ud)[keep], np.maximum(us, ud)[keep]
-        pair = np.unique(lo * max(self.n, 1) + hi)
+        pair = sorted_unique(lo * max(self.n, 1) + hi)
         self.lay_src, self.lay_dst = pair // max(self.n, 1), pair % max(self.n, 1)
+
+
+    def _renumber(self, ga: GraphArrays, owners, unit_of: np.ndarray) -> np.ndarray:
+        """Number units in an order that keeps edges pointing forward where the graph allows.
+
+        A collapsed group ranks at its first computing member (not at the parameters an exported
+        graph lists first), and a weight-like card just before its first consumer.
+        """
+        n = self.n
+        rank = np.full(n, np.inf)
+        idx = np.arange(ga.n, dtype=np.float64)
+        np.minimum.at(rank, unit_of[~ga.weight_like], idx[~ga.weight_like])
+        fallback = np.full(n, np.inf)
+        np.minimum.at(fallback, unit_of, idx)
+        rank = np.where(np.isinf(rank), fallback, rank)
+        us, ud = unit_of[ga.src], unit_of[ga.dst]
+        heavy_units = [u for u in range(n) if self.weight_like[u]]
+        if heavy_units:
+            cons_off = np.zeros(n + 1, dtype=np.int64)
+            order = np.argsort(us, kind="stable")
+            np.cumsum(np.bincount(us, minlength=n), out=cons_off[1:])
+            cons = ud[order].tolist()
+            co = cons_off.tolist()
+            r = rank.tolist()
+            for u in reversed(heavy_units):
+                users = cons[co[u]:co[u + 1]]
+                if users:
+                    r[u] = min(r[u], min(r[c] for c in users if c != u) - 1e-6) if any(c != u for c in users) else r[u]
+            rank = np.asarray(r)
+        perm = np.argsort(rank, kind="stable")
+        new_id = np.empty(n, dtype=np.int64)
+        new_id[perm] = np.arange(n)
+        pl = perm.tolist()
+        for attr in ("names", "paths", "is_group", "weight_like", "targets", "shapes", "ops"):
+            values = getattr(self, attr)
+            setattr(self, attr, [values[i] for i in pl])
+        self.group_unit = {p: int(new_id[u]) for p, u in self.group_unit.items()}
+        return new_id[unit_of]
 
 
 def compute_layout(
@@ -150,7 +205,7 @@ def compute_layout(
     all_layer, seg_src, seg_dst, dummy_base, dummy_owner = add_dummies(n, layer, units.lay_src, units.lay_dst)
     total = len(all_layer)
     if len(seg_src):
-        pair = np.unique(seg_src * total + seg_dst)
+        pair = sorted_unique(seg_src * total + seg_dst)
         seg_src, seg_dst = pair // total, pair % total
     is_dummy = np.zeros(total, dtype=bool)
     is_dummy[n:] = True
@@ -175,7 +230,10 @@ def compute_layout(
     layer_h = np.zeros(nlayers)
     if n:
         np.maximum.at(layer_h, layer, heights)
-    tops = band_tops(layer_h, LAYER_GAP)
+    leaf = [not g and t == p and op == "call_module"
+            for g, t, p, op in zip(units.is_group, units.targets, units.paths, units.ops)]
+    frames = frame_members(units.paths, leaf)
+    tops = band_tops(layer_h, frame_gaps(frames, layer, nlayers, LAYER_GAP))
 
     result = Layout()
     left = x[:n] - widths / 2
@@ -190,7 +248,7 @@ def compute_layout(
     result.edges = route_edges(units, layer, x, ys, heights, tops, layer_h, dummy_base)
     boxes = np.stack([left, ys, left + widths, ys + heights], axis=1) if n else np.zeros((0, 4))
     classes = class_names(ga.module_stacks, ga.module_paths)
-    result.groups = build_groups(units.paths, boxes, group_cards, classes)
+    result.groups = build_groups(frames, boxes, group_cards, classes)
     for path, (i, _) in group_cards.items():
         result.groups[path].layer = ll[i]
     result.seconds = time.perf_counter() - t0

@@ -46,7 +46,7 @@ class RowPacking:
         t = desired[self.perm] - self.c
         w = np.ones(m) if weight is None else weight[self.perm]
         wt = w * t
-        start = self.first.copy()
+        start = np.ones(m, dtype=bool)  # every node its own block to start with
         while True:
             idx = np.nonzero(start)[0]
             sw = np.add.reduceat(w, idx)
@@ -94,12 +94,14 @@ def assign_x(
         desired = np.where(w > 0, s / np.maximum(w, 1), x)
         desired = np.where(anchor, target, desired)
         x = packing.project(desired, node_w)
-    return x
+    # The huge anchor weight leaves rounding noise: snap anchors back to their exact target.
+    return np.where(anchor & (np.abs(x - target) < 1e-3), target, x)
 
 
-def band_tops(layer_heights: np.ndarray, gap: float) -> np.ndarray:
-    """y of the top of each layer's band, bands stacked downward with ``gap`` between them."""
+def band_tops(layer_heights: np.ndarray, gaps) -> np.ndarray:
+    """y of the top of each layer's band, bands stacked downward with ``gaps[l]`` below layer l."""
     tops = np.zeros(len(layer_heights))
     if len(layer_heights) > 1:
-        np.cumsum(layer_heights[:-1] + gap, out=tops[1:])
+        gap = np.broadcast_to(np.asarray(gaps, dtype=np.float64), (len(layer_heights),))
+        np.cumsum(layer_heights[:-1] + gap[:-1], out=tops[1:])
     return tops

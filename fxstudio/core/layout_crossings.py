@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fxstudio.core.layout_layers import sorted_unique
+
 
 def positions_from_keys(layer: np.ndarray, key: np.ndarray, tie: np.ndarray) -> np.ndarray:
     """Rank of every node inside its layer when sorted by (key, tie)."""
@@ -44,7 +46,7 @@ def count_inversions_segmented(seg: np.ndarray, first: np.ndarray, second: np.nd
     seg_sizes = np.bincount(seg)
     cls = np.ceil(np.log2(np.maximum(seg_sizes, 2))).astype(np.int64)
     elem_cls = cls[seg]
-    for c in np.unique(elem_cls):
+    for c in sorted_unique(elem_cls):
         mask = elem_cls == c
         total += _inversions_padded(seg[mask], second[mask], 1 << int(c))
     return int(total)

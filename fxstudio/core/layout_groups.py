@@ -57,30 +57,72 @@ def group_label(path: str, classes: dict[str, str]) -> str:
     return f"{path} · {cls}" if cls else path
 
 
-def build_groups(
-    unit_paths: list[str], unit_boxes: np.ndarray, collapsed_units: dict[str, tuple[int, int]],
-    classes: dict[str, str], pad: float = 12.0, label_room: float = 22.0,
-) -> dict[str, GroupBox]:
-    """Nested frames around the units of each module path.
+def frame_members(unit_paths: list[str], leaf_units: list[bool] | None = None) -> dict[str, list[int]]:
+    """Units directly inside each framed module path.
 
     ``unit_paths[i]`` is the innermost module path of unit i (for a collapsed group's card, the
-    group's own path) and ``unit_boxes[i]`` its (x0, y0, x1, y1). ``collapsed_units`` maps each
-    collapsed path to (unit index, member count). Each frame encloses its members' boxes and its
-    child frames with ``pad`` around and ``label_room`` above for the label.
+    group's own path). A leaf module whose every node is a ``call_module`` of it (``leaf_units``)
+    gets no frame, its card says it all; its cards count for the parent's frame instead.
     """
     by_path: dict[str, list[int]] = {}
     for i, p in enumerate(unit_paths):
         if p:
             by_path.setdefault(p, []).append(i)
+    if leaf_units is not None:
+        has_children = {a for q in by_path for a in ancestors(q)[:-1]}
+        for p in [p for p, members in by_path.items() if all(leaf_units[i] for i in members)]:
+            if p not in has_children:
+                members = by_path.pop(p)
+                parent = p.rsplit(".", 1)[0] if "." in p else ""
+                if parent:
+                    by_path.setdefault(parent, []).extend(members)
+    return by_path
+
+
+def frame_gaps(by_path: dict[str, list[int]], layer: np.ndarray, nlayers: int, base: float,
+               pad: float = 12.0, label_room: float = 22.0) -> np.ndarray:
+    """Gap below each layer, wide enough for the frames that close above it and open below it."""
+    lo: dict[str, int] = {}
+    hi: dict[str, int] = {}
+    for p, members in by_path.items():
+        ls = layer[np.asarray(members)]
+        a, b = int(ls.min()), int(ls.max())
+        for q in ancestors(p):
+            lo[q] = min(lo.get(q, a), a)
+            hi[q] = max(hi.get(q, b), b)
+    closing: dict[int, set[int]] = {}
+    opening: dict[int, set[int]] = {}
+    for q in lo:
+        depth = q.count(".")
+        closing.setdefault(hi[q], set()).add(depth)
+        opening.setdefault(lo[q], set()).add(depth)
+    gaps = np.full(max(nlayers, 1), base)
+    for lyr in range(nlayers - 1):
+        need = 16 + pad * len(closing.get(lyr, ())) + (pad + label_room) * len(opening.get(lyr + 1, ()))
+        gaps[lyr] = max(base, need)
+    return gaps
+
+
+def build_groups(
+    by_path: dict[str, list[int]], unit_boxes: np.ndarray, collapsed_units: dict[str, tuple[int, int]],
+    classes: dict[str, str], pad: float = 12.0, label_room: float = 22.0,
+) -> dict[str, GroupBox]:
+    """Nested frames around the units of each module path (``frame_members``).
+
+    ``unit_boxes[i]`` is unit i's (x0, y0, x1, y1); ``collapsed_units`` maps each collapsed path to
+    (unit index, member count). Each frame encloses its members' boxes and its child frames with
+    ``pad`` around and ``label_room`` above for the label.
+    """
     all_paths: set[str] = set()
     for p in by_path:
         all_paths.update(ancestors(p))
+    all_paths.update(collapsed_units)
     boxes: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     for p, members in by_path.items():
         idx = np.asarray(members)
         b = unit_boxes[idx]
-        boxes[p] = [b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()]
+        boxes[p] = [float(b[:, 0].min()), float(b[:, 1].min()), float(b[:, 2].max()), float(b[:, 3].max())]
         counts[p] = len(members)
     for p, (unit, members) in collapsed_units.items():
         counts[p] = members
@@ -108,3 +150,48 @@ def build_groups(
                                                    max(pb[2], gb[2]), max(pb[3], gb[3])]
             counts[parent] = counts.get(parent, 0) + g.members
     return groups
+
+
+def _signature(path: str, members: list, classes: dict[str, str]) -> tuple:
+    """Structure of a group: its class and, per member in graph order, op, relative target and
+    where each input comes from (a member index, or outside)."""
+    from fxstudio.core.graph_model import node_inputs, target_text
+
+    index = {node: i for i, node in enumerate(members)}
+    prefix = path + "."
+    items = []
+    for node in members:
+        target = target_text(node)
+        if node.op in ("call_module", "get_attr") and target.startswith(prefix):
+            target = target[len(prefix):]
+        elif node.op == "placeholder":
+            target = ""  # a lifted parameter's name spells its path
+        inner = node.meta.get("fxs_module_path") or ""
+        rel = inner[len(prefix):] if inner.startswith(prefix) else ""
+        inputs = tuple((index.get(src, -1), key) for src, key in node_inputs(node))
+        items.append((node.op, target, rel, inputs, node.meta.get("fxs_shape")))
+    return (classes.get(path), tuple(items))
+
+
+def repeated_groups(graph) -> list[list[str]]:
+    """Sibling module groups with identical structure (the N layers of a transformer), so a view
+    can fold them: lists of paths, each list of two or more, in graph order. Only the outermost
+    repeats are listed (the attention blocks inside repeated layers are not listed again)."""
+    members: dict[str, list] = {}
+    stacks, paths = [], []
+    for node in graph.nodes:
+        path = node.meta.get("fxs_module_path") or ""
+        stacks.append(node.meta.get("fxs_module_stack") or [])
+        paths.append(path)
+        for a in ancestors(path):
+            members.setdefault(a, []).append(node)
+    classes = class_names(stacks, paths)
+    by_key: dict[tuple, list[str]] = {}
+    for path, nodes in members.items():
+        parent = path.rsplit(".", 1)[0] if "." in path else ""
+        by_key.setdefault((parent, _signature(path, nodes, classes)), []).append(path)
+    repeats = [paths_ for paths_ in by_key.values() if len(paths_) > 1]
+    in_repeat = {p for r in repeats for p in r}
+    outermost = [r for r in repeats if not any(a in in_repeat for a in ancestors(r[0])[:-1])]
+    order = {p: i for i, p in enumerate(members)}
+    return sorted(outermost, key=lambda r: order[r[0]])

@@ -20,6 +20,16 @@ def csr(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return off, b[order]
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` by sorting (np.unique's hash path is slower here and imports numpy.ma)."""
+    if len(a) == 0:
+        return a.copy()
+    s = np.sort(a)
+    keep = np.ones(len(s), dtype=bool)
+    keep[1:] = s[1:] != s[:-1]
+    return s[keep]
+
+
 def assign_layers(
     n: int, src: np.ndarray, dst: np.ndarray, weight_like: np.ndarray, previous: np.ndarray | None = None
 ) -> np.ndarray:

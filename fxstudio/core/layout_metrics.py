@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fxstudio.core.layout_layers import sorted_unique
+
 from fxstudio.core.layout_crossings import count_inversions_segmented
 from fxstudio.core.layout_types import Layout
 
@@ -31,7 +33,7 @@ def count_crossings(layout: Layout) -> int:
     centres += [g.y + g.h / 2 for g in layout.groups.values() if g.collapsed]
     if not centres or len(layout.edges) < 2:
         return 0
-    lines = np.unique(np.round(np.asarray(centres), 3))
+    lines = sorted_unique(np.round(np.asarray(centres), 3))
     gap_ids, first, second = [], [], []
     for route in layout.edges:
         poly = _edge_polyline(layout, route)

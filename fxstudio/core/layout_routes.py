@@ -14,43 +14,73 @@ from fxstudio.core.layout_types import EdgeRoute
 
 def route_edges(units, layer: np.ndarray, x: np.ndarray, ys: np.ndarray, heights: np.ndarray,
                 tops: np.ndarray, layer_h: np.ndarray, dummy_base: np.ndarray) -> list[EdgeRoute]:
-    """One ``EdgeRoute`` per distinct (src, dst, key) between the laid-out units."""
+    """One ``EdgeRoute`` per distinct (src, dst, key) between the laid-out units, in graph order."""
+    u_all, v_all, keys = units.edge_src, units.edge_dst, units.edge_keys
+    if len(u_all) == 0:
+        return []
+    bottom = tops + layer_h
+    fwd = layer[u_all] < layer[v_all]
+    u, v = u_all[fwd], v_all[fwd]
+    lu, lv = layer[u], layer[v]
+    nd = lv - lu - 1
+    src_bottom = ys[u] + heights[u]
+    extra = (src_bottom < bottom[lu]).astype(np.int64)
+    npts = 2 + extra + 2 * nd
+    off = np.zeros(len(u) + 1, dtype=np.int64)
+    np.cumsum(npts, out=off[1:])
+    total = int(off[-1])
+    px = np.empty(total)
+    py = np.empty(total)
+    o = off[:-1]
+    px[o], py[o] = x[u], src_bottom
+    e = np.nonzero(extra)[0]
+    px[o[e] + 1], py[o[e] + 1] = x[u[e]], bottom[lu[e]]
+    end = off[1:] - 1
+    px[end], py[end] = x[v], ys[v]
+    nd_total = int(nd.sum())
+    if nd_total:
+        owner = np.repeat(np.arange(len(u)), nd)
+        k = np.arange(nd_total, dtype=np.int64) - np.repeat(np.cumsum(nd) - nd, nd)
+        lyr = lu[owner] + 1 + k
+        d = dummy_base[u[owner]] + k
+        at = o[owner] + 1 + extra[owner] + 2 * k
+        px[at], py[at] = x[d], tops[lyr]
+        px[at + 1], py[at + 1] = x[d], bottom[lyr]
+    flat = list(zip(px.tolist(), py.tolist()))
     names = units.names
-    lay = layer.tolist()
-    xs = x.tolist()
-    y = ys.tolist()
-    h = heights.tolist()
-    top = tops.tolist()
-    bottom = (tops + layer_h).tolist()
-    base = dummy_base.tolist()
     routes: list[EdgeRoute] = []
-    seen = set()
-    for u, v, key in zip(units.edge_src.tolist(), units.edge_dst.tolist(), units.edge_keys):
-        if (u, v, key) in seen:
-            continue
-        seen.add((u, v, key))
-        lu, lv = lay[u], lay[v]
-        if lu < lv:
-            pts = [(xs[u], y[u] + h[u])]
-            if y[u] + h[u] < bottom[lu]:
-                pts.append((xs[u], bottom[lu]))
-            if lv - lu > 1:
-                b = base[u] - lu - 1
-                for lyr in range(lu + 1, lv):
-                    dx = xs[b + lyr]
-                    pts.append((dx, top[lyr]))
-                    pts.append((dx, bottom[lyr]))
-            pts.append((xs[v], y[v]))
+    fwd_list = fwd.tolist()
+    bounds = off.tolist()
+    us, vs = u_all.tolist(), v_all.tolist()
+    fi = 0
+    rev = _reversed_routes(units, layer, x, ys, heights, tops, bottom, dummy_base)
+    ri = 0
+    for i, is_fwd in enumerate(fwd_list):
+        if is_fwd:
+            pts = flat[bounds[fi]:bounds[fi + 1]]
+            fi += 1
         else:
-            # Against the layering (a cycle made by collapsing a group): drawn upward through the
-            # dummies of the upper end.
-            pts = [(xs[u], y[u])]
-            if lu - lv > 1:
-                b = base[v] - lv - 1
-                for lyr in range(lu - 1, lv, -1):
-                    dx = xs[b + lyr]
-                    pts.append((dx, bottom[lyr]))
-                    pts.append((dx, top[lyr]))
-            pts.append((xs[v], y[v] + h[v]))
-        routes.append(EdgeRoute(src=names[u], dst=names[v], key=key, points=pts))
+            pts = rev[ri]
+            ri += 1
+        routes.append(EdgeRoute(src=names[us[i]], dst=names[vs[i]], key=keys[i], points=pts))
     return routes
+
+
+def _reversed_routes(units, layer, x, ys, heights, tops, bottom, dummy_base) -> list[list[tuple[float, float]]]:
+    """Routes of edges against the layering (a cycle made by collapsing a group), drawn upward
+    through the dummies of their upper end."""
+    out = []
+    for u, v in zip(units.edge_src.tolist(), units.edge_dst.tolist()):
+        lu, lv = int(layer[u]), int(layer[v])
+        if lu < lv:
+            continue
+        pts = [(float(x[u]), float(ys[u]))]
+        if lu - lv > 1:
+            b = int(dummy_base[v]) - lv - 1
+            for lyr in range(lu - 1, lv, -1):
+                dx = float(x[b + lyr])
+                pts.append((dx, float(bottom[lyr])))
+                pts.append((dx, float(tops[lyr])))
+        pts.append((float(x[v]), float(ys[v] + heights[v])))
+        out.append(pts)
+    return out

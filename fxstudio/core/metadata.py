@@ -7,9 +7,11 @@ real tensors), module paths and stacks, and source lines. ``normalized_arguments
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -193,12 +195,15 @@ def source_of(node: torch.fx.Node, user_path: str | None) -> dict | None:
 
 
 def _same_file(a: str, b: str) -> bool:
-    if a == b:
-        return True
+    return a == b or _resolved(a) == b
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(filename: str) -> str:
     try:
-        return str(Path(a).resolve()) == b
+        return str(Path(filename).resolve())
     except (OSError, ValueError):
-        return False
+        return filename
 
 
 # ---- hidden plumbing ----------------------------------------------------------------------------
@@ -351,8 +356,10 @@ def _types_fit(sig: inspect.Signature, args: tuple, kwargs: dict) -> bool:
             continue
         if kind is bool and param.annotation in (int, float):
             continue
-        if not type_matches(param.annotation, kind):
-            return False
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # type_matches warns on parametric annotations it skips
+            if not type_matches(param.annotation, kind):
+                return False
     return True
 
 

@@ -7,6 +7,7 @@ object; a full unpickle (which can run any code the file contains) happens only 
 from __future__ import annotations
 
 import pickle
+import re
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,7 +33,7 @@ def load_pickled_module(path: Path, *, trust: bool) -> tuple[nn.Module, list[str
         if not trust:
             raise LoadError(
                 f"{path}: this file holds Python objects that the safe loader (weights_only=True) will not "
-                f"rebuild ({_first_line(exc)}). {_UNTRUSTED_HINT}"
+                f"rebuild{_unsupported_global(exc)}. {_UNTRUSTED_HINT}"
             ) from None
         obj = _full_unpickle(path)
         notes.append("loaded with a full unpickle (--trust): the file's code was allowed to run")
@@ -83,6 +84,15 @@ def _as_module(obj, path: Path) -> nn.Module:
         keys = ", ".join(map(str, list(obj)[:5]))
         raise LoadError(f"{path}: this file holds a dict ({keys}), not a model.")
     raise LoadError(f"{path}: this file holds a {type(obj).__name__}, not an nn.Module.")
+
+
+def _unsupported_global(exc: BaseException) -> str:
+    """`` (it needs torch.nn.modules.linear.Linear)`` from torch's long weights-only message, or ``""``."""
+    found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(exc))
+    if found:
+        return f" (it needs {found.group(1)})"
+    found = re.search(r"Unsupported operand (\d+)", str(exc))
+    return f" (unsupported pickle operand {found.group(1)})" if found else ""
 
 
 def _first_line(exc: BaseException) -> str:

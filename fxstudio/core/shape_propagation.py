@@ -4,6 +4,8 @@ back to a real forward run when fake execution fails; either way ``node.meta["te
 
 from __future__ import annotations
 
+import contextlib
+import io
 import warnings
 
 import torch
@@ -17,13 +19,14 @@ def propagate_shapes(gm: torch.fx.GraphModule, example_inputs: tuple, notes: lis
     A fallback or a failure is explained in ``notes`` (shown to the user).
     """
     try:
-        _run_fake(gm, example_inputs)
+        with _quiet():
+            _run_fake(gm, example_inputs)
         return "fake"
     except Exception as exc:  # noqa: BLE001 - any op may lack a fake kernel
-        fake_error = f"{type(exc).__name__}: {_first_line(exc)}"
+        fake_error = _describe(exc)
     _clear(gm)
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _quiet():
             ShapeProp(gm).propagate(*example_inputs)
         notes.append(
             f"shapes come from a real forward run: fake-tensor propagation failed ({fake_error})"
@@ -33,23 +36,51 @@ def propagate_shapes(gm: torch.fx.GraphModule, example_inputs: tuple, notes: lis
         _clear(gm)
         notes.append(
             "no shapes: running the model on its example inputs failed "
-            f"({type(exc).__name__}: {_first_line(exc)}); fake-tensor propagation failed too ({fake_error})"
+            f"({_describe(exc)}); fake-tensor propagation failed too ({fake_error})"
         )
         return "none"
 
 
 def _run_fake(gm: torch.fx.GraphModule, example_inputs: tuple) -> None:
+    """ShapeProp under a fake mode with the module's own parameters swapped for fake views of them.
+
+    ``ShapeProp(gm, fake_mode=...)`` deep-copies the whole module into fake tensors, which costs
+    more than the propagation itself on big models; swapping the tensors in place (and back) does not.
+    """
     from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.nn.utils.stateless import _reparametrize_module
 
     mode = FakeTensorMode(allow_non_fake_inputs=True)
-    with warnings.catch_warnings():
+    tensors = dict(gm.named_parameters(remove_duplicate=False))
+    tensors.update(gm.named_buffers(remove_duplicate=False))
+    fake_tensors = {name: mode.from_tensor(t) for name, t in tensors.items()}
+    fake_inputs = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
+    prop = ShapeProp(gm)
+    with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        ShapeProp(gm, fake_mode=mode).propagate(*example_inputs)
+        with _reparametrize_module(gm, fake_tensors, tie_weights=True, strict=False), mode:
+            prop.propagate(*fake_inputs)
 
 
 def _clear(gm: torch.fx.GraphModule) -> None:
     for node in gm.graph.nodes:
         node.meta.pop("tensor_meta", None)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """ShapeProp prints a traceback to stderr before re-raising; the note says what failed instead."""
+    with contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: first line`` of the root cause (ShapeProp wraps it in a RuntimeError naming the node)."""
+    node = ""
+    if isinstance(exc, RuntimeError) and str(exc).startswith("ShapeProp error for: node=%"):
+        node = f" at node {str(exc).split('node=%', 1)[1].split(' ', 1)[0]}"
+    cause = exc.__cause__ or exc
+    return f"{type(cause).__name__}: {_first_line(cause)}{node}"
 
 
 def _first_line(exc: BaseException) -> str:

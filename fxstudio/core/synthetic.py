@@ -86,13 +86,13 @@ def _linear(b: _Builder, x, path, din, dout, lifted=False, aten=False):
 
 def skip_chain(n_nodes: int, *, seed: int = 0, min_skip: int = 20, max_skip: int = 400,
                skip_every: int = 3) -> torch.fx.Graph:
-    """A chain of ``blocks.i`` (linear + relu, 5 nodes) of about ``n_nodes`` nodes; every
+    """A chain of ``blocks.i`` (weight, bias, linear, relu) of about ``n_nodes`` nodes; every
     ``skip_every``-th block adds the output of a block ``min_skip``..``max_skip`` blocks earlier."""
     rng = random.Random(seed)
     b = _Builder()
     h = b.input("x", (BATCH, D))
     outs = []
-    nblocks = max(1, n_nodes // 5)
+    nblocks = max(1, int(n_nodes / (4 + 1 / skip_every)))
     for i in range(nblocks):
         path = f"blocks.{i}"
         b.scope[:] = [("blocks", "Sequential"), (path, "SkipBlock")]
@@ -164,12 +164,12 @@ def _layer_stack(n_layers: int, lifted: bool, aten: bool) -> torch.fx.Graph:
     return b.graph
 
 
-NODES_PER_TRANSFORMER_LAYER = 44
-NODES_PER_EXPORTED_LAYER = 52
+NODES_PER_TRANSFORMER_LAYER = 32
+NODES_PER_EXPORTED_LAYER = 38
 
 
 def transformer(n_layers: int) -> torch.fx.Graph:
-    """``n_layers`` identical transformer layers as ``symbolic_trace`` shows them (44 nodes each)."""
+    """``n_layers`` identical transformer layers as ``symbolic_trace`` shows them (32 nodes each)."""
     return _layer_stack(n_layers, lifted=False, aten=False)
 
 

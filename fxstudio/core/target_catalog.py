@@ -26,6 +26,9 @@ COMMON_FUNCTIONS = (
 COMMON_METHODS = ("relu", "reshape", "view", "flatten", "contiguous", "transpose", "permute", "float")
 COMMON_MODULES = ("torch.nn.ReLU()", "torch.nn.Dropout(p=0.1)", "torch.nn.Identity()", "torch.nn.GELU()")
 
+# Functions a model file defines for the loader (design §2), not for its graph.
+_LOADER_HOOKS = {"example_inputs", "get_model", "build_model"}
+
 # Operator functions that take no tensor operands and would only confuse a picker.
 _SKIPPED_OPERATOR = {"attrgetter", "itemgetter", "methodcaller", "length_hint", "call"}
 
@@ -91,7 +94,7 @@ def user_functions(user_module: types.ModuleType | None) -> list[str]:
     prefix = user_module_stem(user_module)
     out = []
     for name, obj in sorted(vars(user_module).items()):
-        if name.startswith("_") or not inspect.isfunction(obj):
+        if name.startswith("_") or name in _LOADER_HOOKS or not inspect.isfunction(obj):
             continue
         if getattr(obj, "__module__", None) == user_module.__name__:
             out.append(f"{prefix}.{name}")
@@ -125,7 +128,7 @@ def targets_for(op: str, gm: torch.nn.Module | None = None,
     constructors; ``get_attr``: parameters, buffers and constants. Anything else: nothing.
     """
     if op == "call_function":
-        return _common_first(tuple(user_functions(user_module)) + COMMON_FUNCTIONS, _library_functions())
+        return _common_first(COMMON_FUNCTIONS + tuple(user_functions(user_module)), _library_functions())
     if op == "call_method":
         return _common_first(COMMON_METHODS, _tensor_methods())
     if op == "call_module":

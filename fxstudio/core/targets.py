@@ -193,7 +193,7 @@ def resolve_method(text: str) -> str:
 def _resolve_attr_path(gm: torch.nn.Module | None, path: str, *, want_module: bool) -> Any:
     if gm is None:
         raise EditRefused(f"Cannot resolve {path!r} without a module.")
-    if not all(_IDENT.match(p) for p in path.split(".")):
+    if not all(re.fullmatch(r"\w+", p) for p in path.split(".")):
         raise EditRefused(f"{path!r} is not an attribute path like layer1.0.conv1.")
     obj: Any = gm
     for part in path.split("."):

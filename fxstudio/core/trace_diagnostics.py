@@ -59,19 +59,29 @@ def _innermost_module(frames, root: nn.Module) -> tuple[str, str] | None:
 
 
 def _called_function(frames, user_frame) -> str | None:
-    """Name of the non-module function called from the user's line, if the failure happened inside it."""
-    seen_user = False
-    for summary, frame in frames:
-        if summary is user_frame:
-            seen_user = True
-            continue
-        if seen_user:
-            if isinstance(frame.f_locals.get("self"), nn.Module):
-                return None
-            if summary.name.startswith("<") or "torch/fx/" in summary.filename.replace("\\", "/"):
-                return None
-            return summary.name
+    """The plain function (not a module's method) to wrap: the user's frame itself when it is one,
+    else the function its line called into, if the failure happened inside that (non-torch) function.
+    """
+    index = next((i for i, (summary, _) in enumerate(frames) if summary is user_frame), None)
+    if index is None:
+        return None
+    summary, frame = frames[index]
+    if _is_plain_function(summary, frame):
+        return summary.name
+    for summary, frame in frames[index + 1 :]:
+        if _is_library(summary.filename) or "fxstudio/core" in summary.filename:
+            return None
+        return summary.name if _is_plain_function(summary, frame) else None
     return None
+
+
+def _is_plain_function(summary, frame) -> bool:
+    return (
+        not isinstance(frame.f_locals.get("self"), nn.Module)
+        and not summary.name.startswith("<")
+        and summary.name != "forward"
+        and summary.name in frame.f_globals
+    )
 
 
 def _summary(exc: BaseException) -> str:
@@ -144,9 +154,9 @@ def _remedy(exc: BaseException, tracer: str, module, function: str | None, flags
         )
     if function and tracer == "fx":
         return (
-            f"The failure is inside `{function}`, which fx traced into. Keep it as one opaque call with "
-            f"torch.fx.wrap('{function}') at module level in the model file (or --autowrap {function})"
-            + leaf + "."
+            f"The failure is inside the function `{function}`, which fx traced into. Keep it as one opaque "
+            f"call: add torch.fx.wrap('{function}') at module level in the model file, or pass --autowrap "
+            f"{function}."
         )
     if module and tracer == "fx":
         return (

@@ -90,6 +90,7 @@ def _table(headers: list[str]) -> QTableWidget:
     table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
     table.horizontalHeader().setStretchLastSection(True)
     table.setAlternatingRowColors(True)
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
     return table
 
 
@@ -158,17 +159,22 @@ class RunPane(QWidget):
         self.diff_view = GraphDiffView(self.selection)
         self.diff_view.diff_changed.connect(self.diff_changed)
         self.tabs = QTabWidget()
-        self.tabs.addTab(self.metrics, "Outputs")
         self.tabs.addTab(self.nodes_table, "Nodes")
         self.tabs.addTab(self.diff_view, "Changes")
         self.plots = RunPlots()
         self.plots.node_clicked.connect(self._activate)
 
+        left = QSplitter(Qt.Orientation.Vertical)
+        left.addWidget(self.metrics)
+        left.addWidget(self.tabs)
+        left.setStretchFactor(0, 1)
+        left.setStretchFactor(1, 3)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.tabs)
+        splitter.addWidget(left)
         splitter.addWidget(self.plots)
         splitter.setStretchFactor(0, 2)
-        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(1, 4)
+        splitter.setSizes([460, 940])
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -310,8 +316,11 @@ class RunPane(QWidget):
         self._fill_nodes(report)
         self.plots.show_report(report)
         self.plots.mark_selected(self.selection.current())
-        if report.error is not None or report.first_divergence is not None:
-            self.tabs.setCurrentWidget(self.metrics if report.error is None else self.nodes_table)
+        self.tabs.setCurrentWidget(self.nodes_table)
+        focus = report.first_divergence or next((n for n in report.nodes if n.status == "error"), None)
+        if focus is not None:
+            self.nodes_table.scrollToItem(self.nodes_table.item(focus.index, 0),
+                                          QAbstractItemView.ScrollHint.PositionAtCenter)
         self.report_ready.emit(report)
 
     def _summary(self, r: CompareReport) -> str:
@@ -405,12 +414,11 @@ def render_screenshot(path: str, model: str = "residual_cnn.py") -> None:
 
     app = QApplication.instance() or QApplication([])
     doc = Document(load_model(example_path(model)))
-    relu = next(n.name for n in doc.edited.graph.nodes if n.name == "layer1_1_relu")
-    doc.apply_edit({"op": "set_target", "node": relu, "target": "torch.nn.functional.gelu"})
+    doc.apply_edit({"op": "set_target", "node": "layer1_1_relu", "target": "torch.nn.GELU()"})
     selection = SelectionModel()
     pane = RunPane(selection)
     pane.set_document(doc)
-    pane.resize(1400, 560)
+    pane.resize(1400, 600)
     pane.show()
     pane.run()
     while pane.running:

@@ -41,6 +41,19 @@ def _style(plot: pg.PlotItem, title: str, left: str, bottom: str) -> None:
     plot.hideButtons()
 
 
+def _decade_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
+    """Ticks at 1, 2 and 5 times each power of ten between 10^lo and 10^hi (log10 positions);
+    just the powers of ten when the range spans many decades."""
+    steps = (1,) if hi - lo > 4 else (1, 2, 5)
+    ticks = []
+    for decade in range(math.floor(lo), math.ceil(hi) + 1):
+        for m in steps:
+            pos = decade + math.log10(m)
+            if lo - 0.05 <= pos <= hi + 0.05:
+                ticks.append((pos, f"{m}e{decade}"))
+    return ticks
+
+
 class RunPlots(pg.GraphicsLayoutWidget):
     """Three plots of a ``CompareReport``; ``node_clicked(int)`` carries the stable id of a clicked point."""
 
@@ -58,8 +71,8 @@ class RunPlots(pg.GraphicsLayoutWidget):
         _style(self.node_plot, "Per-node error along the graph (click a point to select its node)",
                "error / tolerance", "node (graph order)")
         self.node_plot.setLogMode(x=False, y=True)
-        _style(self.hist_plot, "Output absolute errors", "values", "|edited − original|")
-        self.hist_plot.setLogMode(x=True, y=False)
+        _style(self.hist_plot, "Output absolute errors", "values", "|edited − original| (log scale)")
+
         _style(self.scatter_plot, "Original vs edited output values", "edited", "original")
         self._points: pg.PlotDataItem | None = None
         self._selected_marker = pg.ScatterPlotItem(size=16, pen=pg.mkPen(COLORS["selected"], width=2),
@@ -114,6 +127,9 @@ class RunPlots(pg.GraphicsLayoutWidget):
         label = pg.TextItem("tolerance", color=COLORS["tolerance"], anchor=(0, 1))
         plot.addItem(label)
         label.setPos(0, 0)
+        equal_label = pg.TextItem("exactly equal", color=COLORS["equal"], anchor=(0, 1.1))
+        plot.addItem(equal_label)
+        equal_label.setPos(0, math.log10(FLOOR))
         inserted = [n.index for n in report.nodes if n.status == "no_counterpart"]
         for x in inserted:
             plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(QColor(120, 80, 200, 90), width=1)))
@@ -151,13 +167,16 @@ class RunPlots(pg.GraphicsLayoutWidget):
         exact = int((values == 0).sum())
         nonzero = values[values > 0]
         if nonzero.size:
-            lo, hi = np.log10(nonzero.min()), np.log10(nonzero.max())
+            # Bins even in log10 on a linear axis, labelled 1-2-5 per decade: errors span decades.
+            logs = np.log10(nonzero)
+            lo, hi = float(logs.min()), float(logs.max())
             if hi - lo < 1e-9:
                 lo, hi = lo - 0.5, hi + 0.5
-            edges = np.logspace(lo, hi, 41)
-            counts, _ = np.histogram(nonzero, bins=edges)
+            edges = np.linspace(lo, hi, 41)
+            counts, _ = np.histogram(logs, bins=edges)
             plot.addItem(pg.PlotDataItem(edges, counts, stepMode="center", fillLevel=0,
                                          brush=pg.mkBrush(COLORS["bars"]), pen=pg.mkPen(COLORS["bars"].darker(130))))
+            plot.getAxis("bottom").setTicks([_decade_ticks(lo, hi), []])
         plot.setTitle(f"<span style='color:#333;font-size:10pt'>Output absolute errors "
                       f"({values.size} values, {exact} exact)</span>")
 

@@ -101,3 +101,18 @@ def test_bad_usage_exits_2_or_1_without_traceback(tmp_path, examples_dir, capsys
                                                                           torch.cuda.device_count() <= 7 else 0)
     err = capsys.readouterr().err
     assert "Traceback" not in err and "not available" in err
+
+
+def test_an_exported_file_compares_by_name(tmp_path, examples_dir, capsys):
+    from fxstudio.core.document import Document
+    from fxstudio.core.export import export_python
+    from fxstudio.core.loading import load_model
+
+    doc = Document(load_model(examples_dir / "clamp.py"))
+    doc.apply_edit({"op": "set_arg", "node": "clamp", "key": "max", "value": "10.0"})
+    out = tmp_path / "clamp_edited.py"
+    export_python(doc, out, verify=False)
+    assert main(["compare", str(examples_dir / "clamp.py"), str(out), "--json", "--repeats", "1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["first_divergence"]["name"] == "clamp" and data["first_divergence"]["counterpart"] == "clamp"
+    assert data["outputs"][0]["max_abs"] == pytest.approx(5.0, rel=1e-6)  # inputs reach 12: 10 vs 5

@@ -71,7 +71,8 @@ def test_changed_constant_diverges_at_that_node_and_metrics_are_right(net):
     assert report.first_divergence.name == "mul"
     by_name = {n.name: n for n in report.nodes}
     assert by_name["add"].status == "equal" and by_name["mul"].status == "diverged"
-    expected = model(*inputs)["logits"]
+    with torch.no_grad():
+        expected = model(*inputs)["logits"]
     logits = report.outputs[0]
     assert logits.path == "out['logits']" and not logits.allclose
     assert logits.max_abs == pytest.approx(float((expected / 2).abs().max()), rel=1e-6)
@@ -258,3 +259,36 @@ def test_nan_and_shape_changes_are_divergence_not_crashes(net):
     assert report.divergence_by_id[node(ed, "add").meta["fxs_id"]] == math.inf
     data = report.to_json()
     assert data["first_divergence"]["score"] is None  # JSON has no inf
+
+
+def test_in_place_ops_do_not_corrupt_the_comparison_or_the_inputs():
+    class InPlace(nn.Module):
+        def forward(self, x):
+            x.add_(1)  # writes into the caller's tensor
+            y = x * 2
+            z = torch.relu(y)
+            return z.sub_(3)
+
+    model = InPlace()
+    gm = traced(model)
+    x = torch.tensor([[-2.0, 0.5, 3.0]])
+    report = compare_models(model, gm, copy.deepcopy(gm), (x,), repeats=2)
+    assert torch.equal(x, torch.tensor([[-2.0, 0.5, 3.0]]))
+    assert report.first_divergence is None and all(o.max_abs == 0.0 for o in report.outputs)
+    # The original runs ahead to reach the edited graph's first node: its in-place mul_ then
+    # writes into `add`, whose comparison with the edited graph is still to come.
+    class AheadInPlace(nn.Module):
+        def forward(self, x):
+            a = x + 1
+            c = a.mul_(2)
+            b = x * 3
+            return c + b
+
+    model = AheadInPlace()
+    gm = traced(model)
+    ed = copy.deepcopy(gm)
+    next(iter(ed.graph.nodes)).append(node(ed, "mul"))  # compute x * 3 first
+    ed.recompile()
+    assert [n.name for n in ed.graph.nodes][:3] == ["x", "mul", "add"]
+    report = compare_models(model, gm, ed, (x,), repeats=1)
+    assert {n.status for n in report.nodes} == {"equal"}, [(n.name, n.status) for n in report.nodes]

@@ -73,7 +73,17 @@ def test_shape_breaking_edit_names_the_node():
 
 def test_identical_transformer_in_half_precision_has_no_divergence():
     doc = open_doc("transformer_block.py")
-    report = run(doc, dtype="bfloat16")
+    report = run(doc, dtype="float16")
     assert report.first_divergence is None and report.error is None
-    assert all(o.max_abs == 0.0 and o.dtype == "bfloat16" for o in report.outputs)
+    assert all(o.max_abs == 0.0 and o.dtype == "float16" for o in report.outputs)
     assert len(report.divergence_by_id) == len(doc.original.graph.nodes)
+
+
+def test_out_of_memory_in_an_inserted_node_is_reported_not_raised():
+    doc = open_doc("add_mul.py")
+    doc.apply_edit({"op": "insert", "before": "mul", "kind": "call_function", "target": "torch.ones",
+                    "args": "((10000000, 10000000),)", "name": "huge"})
+    doc.apply_edit({"op": "set_arg", "node": "mul", "key": 1, "value": "%huge"})
+    report = run(doc)
+    assert report.error.out_of_memory and report.error.node_name == "huge"
+    assert "ran out of memory at node huge" in report.error.describe()

@@ -30,29 +30,32 @@ def test_untraceable_helper_suggests_fx_wrap_and_autowrap_fixes_it(tmp_path):
     with pytest.raises(TraceError) as info:
         load_model(f)
     msg = str(info.value)
-    assert f"{f}:5 in per_row (`return x / len(x)`)" in msg
-    assert "torch.fx.wrap" in msg or "concrete_args" in msg
+    assert f"{f}:6 in per_row (`return x / len(x)`)" in msg
+    assert "torch.fx.wrap('per_row')" in msg and "--autowrap per_row" in msg
     loaded = load_model(f, autowrap_functions=["per_row"])
     calls = [n for n in loaded.graph_module.graph.nodes if n.op == "call_function"]
     assert calls[0].target.__name__ == "per_row" and calls[0].meta["fxs_shape"] == (4, 2)
     torch.testing.assert_close(loaded.graph_module(torch.ones(4, 2)), torch.full((4, 2), 1.25))
 
 
-def test_library_function_failure_suggests_fx_wrap(tmp_path):
-    f = write(tmp_path / "np_call.py", """
-    import math
+def test_failure_inside_an_imported_helper_suggests_wrapping_it(tmp_path):
+    (tmp_path / "sib_helpers.py").write_text("def normalize(x):\n    return x / len(x)\n")
+    f = write(tmp_path / "uses_helper.py", """
+    from sib_helpers import normalize
 
     class Net(nn.Module):
         def forward(self, x):
-            return x * math.sqrt(x.sum())
+            return normalize(x) * 2
 
-    EXAMPLE_INPUTS = (torch.ones(4),)
+    EXAMPLE_INPUTS = (torch.ones(2, 3),)
     """)
     with pytest.raises(TraceError) as info:
         load_model(f)
     msg = str(info.value)
-    assert f"{f}:8 in forward (`return x * math.sqrt(x.sum())`)" in msg
-    assert "TypeError" in msg
+    assert f"{f}:9 in forward (`return normalize(x) * 2`)" in msg
+    assert "torch.fx.wrap('normalize')" in msg and "--autowrap normalize" in msg
+    loaded = load_model(f, autowrap_functions=["normalize"])
+    torch.testing.assert_close(loaded.graph_module(torch.ones(2, 3)), torch.ones(2, 3))
 
 
 def test_branch_inside_a_submodule_suggests_that_leaf_module(tmp_path):
@@ -73,10 +76,10 @@ def test_branch_inside_a_submodule_suggests_that_leaf_module(tmp_path):
     EXAMPLE_INPUTS = (torch.ones(3),)
     """)
     with pytest.raises(TraceError) as info:
-        load_model(f)
+        load_model(f"{f}::Net")
     msg = str(info.value)
-    assert f"{f}:6 in forward (`if x.mean() > 0:`)" in msg
+    assert f"{f}:7 in forward (`if x.mean() > 0:`)" in msg
     assert "--leaf-module gate" in msg and "Gate" in msg
-    loaded = load_model(f, leaf_modules=["gate"])
+    loaded = load_model(f"{f}::Net", leaf_modules=["gate"])
     gate = next(n for n in loaded.graph_module.graph.nodes if n.op == "call_module")
     assert gate.target == "gate" and gate.meta["fxs_shape"] == (3,)

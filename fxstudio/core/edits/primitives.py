@@ -167,6 +167,7 @@ class AddSubmodule(Primitive):
     module: torch.nn.Module
 
     def apply(self, state: EditState, changes: Changes) -> None:
+        self.module.train(state.gm.training)  # a new Dropout in an eval-mode model is in eval mode too
         state.gm.add_submodule(self.name, self.module)
 
     def revert(self, state: EditState, changes: Changes) -> None:

@@ -63,9 +63,9 @@ class InsertDialog(QDialog):
         self.kwargs = QLineEdit("{}")
         self.name = QLineEdit()
         self.name.setPlaceholderText("optional; chosen from the target when empty")
-        self.reroute = QCheckBox(f"Route {anchor}'s users through the new node")
-        self.reroute.setChecked(where == "after")
-        self.reroute.setEnabled(where == "after")
+        self.reroute = QCheckBox()
+        self.reroute.setChecked(True)
+        self._reroute_text(where)
         form.addRow(self._key("position"), self.where)
         form.addRow(self._key("op kind"), self.kind)
         form.addRow(self._key("find"), self.search)
@@ -84,6 +84,7 @@ class InsertDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         self.ok_button = self.buttons.button(QDialogButtonBox.Ok)
         self.ok_button.setText("Insert")
+        self.ok_button.setDefault(True)
         self.buttons.accepted.connect(self.try_accept)
         self.buttons.rejected.connect(self.reject)
         layout.addWidget(self.buttons)
@@ -95,8 +96,6 @@ class InsertDialog(QDialog):
         self.targets.itemDoubleClicked.connect(lambda item: (self._pick(item.text()), self.try_accept()))
         for field in (self.args, self.kwargs):
             field.textEdited.connect(lambda _t: self._validate_fields())
-            field.returnPressed.connect(self.try_accept)
-        self.target.returnPressed.connect(self.try_accept)
         self._all: list[str] = []
         self._fill_targets(self.kind.currentText())
         self.search.setFocus()
@@ -116,10 +115,20 @@ class InsertDialog(QDialog):
             return f"(%{inputs[0].name},)" if inputs else "()"
         return f"(%{node.name},)"
 
+    def _reroute_text(self, where: str) -> None:
+        node = self._doc.find(self._anchor)
+        if where == "after":
+            self.reroute.setText(f"Route {self._anchor}'s users through the new node")
+            self.reroute.setEnabled(node is not None and bool(node.users))
+        else:
+            inputs = node.all_input_nodes if node is not None else []
+            self.reroute.setText(f"Feed {self._anchor} from the new node instead of {inputs[0].name}"
+                                 if inputs else f"{self._anchor} has no input to replace")
+            self.reroute.setEnabled(bool(inputs))
+
     def _where_changed(self, where: str) -> None:
         self.args.setText(self._default_args(self._doc.find(self._anchor), where))
-        self.reroute.setEnabled(where == "after")
-        self.reroute.setChecked(where == "after")
+        self._reroute_text(where)
         self._validate_fields()
 
     def _fill_targets(self, kind: str) -> None:
@@ -137,9 +146,9 @@ class InsertDialog(QDialog):
             self.targets.setCurrentRow(0)
 
     def _search_enter(self) -> None:
+        # Enter then reaches the dialog, whose default button (Insert) applies the edit.
         if self.targets.currentItem() is not None:
             self._pick(self.targets.currentItem().text())
-        self.try_accept()
 
     def _pick(self, text: str) -> None:
         if text:
@@ -181,7 +190,8 @@ class InsertDialog(QDialog):
         return edit
 
     def reroute_users(self) -> bool:
-        """Whether the anchor's other users should take the new node instead (insert after only)."""
+        """Whether to wire the new node in: after, the anchor's users take it; before, the anchor
+        takes it in place of its first input."""
         return self.reroute.isEnabled() and self.reroute.isChecked()
 
     def try_accept(self) -> None:

@@ -36,8 +36,9 @@ class NodePickerDialog(QDialog):
         self.filter.setClearButtonEnabled(True)
         self.list = QListWidget()
         self.list.setAlternatingRowColors(True)
+        width = max((len(name) for name, _ in candidates), default=0) + 3
         for name, shape in candidates:
-            item = QListWidgetItem(f"{name}    {shape}" if shape else name)
+            item = QListWidgetItem(f"{name.ljust(width)}{shape}" if shape else name)
             item.setData(Qt.UserRole, name)
             self.list.addItem(item)
             if name == preselect:
@@ -57,7 +58,6 @@ class NodePickerDialog(QDialog):
         for w in (heading, text, self.filter, self.list, self.error, self.buttons):
             layout.addWidget(w)
         self.filter.textChanged.connect(self._filter)
-        self.filter.returnPressed.connect(self.try_accept)
         self.list.itemDoubleClicked.connect(lambda _item: self.try_accept())
         self.list.currentItemChanged.connect(lambda *_: self._update_ok())
         self._update_ok()

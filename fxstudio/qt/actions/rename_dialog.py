@@ -35,12 +35,12 @@ class RenameDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
         self.ok_button = self.buttons.button(QDialogButtonBox.Ok)
         self.ok_button.setText("Rename")
+        self.ok_button.setDefault(True)
         self.buttons.accepted.connect(self.try_accept)
         self.buttons.rejected.connect(self.reject)
         for w in (heading, self.field, hint, self.error, self.buttons):
             layout.addWidget(w)
         self.field.textEdited.connect(self._check)
-        self.field.returnPressed.connect(self.try_accept)
 
     def problem(self, name: str) -> str | None:
         """Why ``name`` cannot be used, judged before asking the document, or None."""

@@ -8,6 +8,8 @@ needs a choice. Dialogs are opened with ``open()`` (window-modal, non-blocking) 
 
 from __future__ import annotations
 
+import keyword
+import re
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
@@ -22,6 +24,19 @@ from fxstudio.qt.properties.node_info import feeder_candidates
 from fxstudio.qt.selection import SelectionModel
 
 _FIXED = ("placeholder", "output")
+
+
+def free_name(doc, target_text: str) -> str:
+    """A node name not yet in ``doc`` derived from a target (``torch.nn.Dropout(p=0.1)`` → ``dropout``)."""
+    base = target_text.split("(")[0].rsplit(".", 1)[-1]
+    base = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", base).lower()
+    base = re.sub(r"\W", "_", base).strip("_") or "node"
+    if not base.isidentifier() or keyword.iskeyword(base):
+        base = f"{base}_node" if base.isidentifier() else "node"
+    name, i = base, 1
+    while doc.find(name) is not None:
+        name, i = f"{base}_{i}", i + 1
+    return name
 
 
 class StructureActions(QObject):
@@ -94,15 +109,19 @@ class StructureActions(QObject):
             return None
         return doc.node(node_id)
 
-    def apply(self, edit: dict) -> str | None:
-        """Apply one op dict; on success select any node it added; return the refusal or None."""
+    def apply(self, edit: dict, *more: dict, label: str | None = None) -> str | None:
+        """Apply one op dict (or several as one undoable command); on success select the node it
+        added, if any; return the refusal reason or None."""
         doc = self._doc_provider()
         if doc is None:
             return "no model is open"
         added: list[int] = []
         unsubscribe = doc.subscribe(lambda event: added.extend(sorted(event.added)))
         try:
-            doc.apply_edit(edit)
+            if more:
+                doc.apply_edits([edit, *more], label=label)
+            else:
+                doc.apply_edit(edit)
         except FxStudioError as exc:
             message = str(exc)
             self.edit_refused.emit(message)
@@ -140,15 +159,32 @@ class StructureActions(QObject):
         self._show(InsertDialog(doc, node.name, where, apply, self.parent_widget))
 
     def _insert_rerouted(self, doc, edit: dict) -> str | None:
-        """Insert after the anchor and make the anchor's other users take the new node."""
-        anchor = doc.find(edit["after"])
-        users = [u for u in anchor.users]
-        message = self.apply(edit)
-        if message or not users:
-            return message
-        new_id = self.selection.current()
-        new = doc.node(new_id)
-        return self.apply({"op": "replace_uses", "node": anchor.name, "with": new.name})
+        """Insert and wire the new node in, as one command: after the anchor, its users take the
+        new node; before it, the anchor takes the new node in place of its first input."""
+        where = "after" if "after" in edit else "before"
+        anchor = doc.find(edit[where])
+        if anchor is None:
+            return self.apply(edit)
+        edit = dict(edit)
+        edit.setdefault("name", free_name(doc, edit["target"]))
+        new = edit["name"]
+        if where == "after":
+            if not anchor.users:
+                return self.apply(edit)
+            label = f"Insert {new} after {anchor.name} (its users now use {new})"
+            return self.apply(edit, {"op": "replace_uses", "node": anchor.name, "with": new}, label=label)
+        inputs = anchor.all_input_nodes
+        if not inputs:
+            return self.apply(edit)
+        old = inputs[0]
+        rewires = [{"op": "set_arg", "node": anchor.name, "key": i, "value": f"%{new}"}
+                   for i, a in enumerate(anchor.args) if a is old]
+        rewires += [{"op": "set_arg", "node": anchor.name, "key": k, "value": f"%{new}"}
+                    for k, a in anchor.kwargs.items() if a is old]
+        if not rewires:
+            return self.apply(edit)
+        label = f"Insert {new} before {anchor.name} (in place of its input {old.name})"
+        return self.apply(edit, *rewires, label=label)
 
     def _erase(self) -> None:
         node = self._node()

@@ -40,7 +40,7 @@ class OverviewItem(QGraphicsItem):
             by_op.setdefault(ops.get(name, "output"), []).append(QRectF(x, y, w, h))
         self._rects = [(st.op_color(op), rects) for op, rects in by_op.items()]
         self._groups = [(QRectF(g.x, g.y, g.w, g.h), st.color(st.GROUP_COLOR) if g.collapsed else st.frame_fill(g.depth))
-                        for g in sorted(layout.groups.values(), key=lambda g: g.depth) if g.collapsed or g.members > 1]
+                        for g in sorted(layout.groups.values(), key=lambda g: g.depth)]
         xs, ys, connect = [], [], []
         for e in layout.edges:
             last = len(e.points) - 1

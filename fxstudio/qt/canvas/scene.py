@@ -132,6 +132,7 @@ class CanvasScene(QGraphicsScene):
         self.frames: dict[str, GroupFrame] = {}
         self.group_cards: dict[str, GroupCard] = {}
         self.by_id: dict[int, NodeCard] = {}
+        self.bounds = (0.0, 0.0, 0.0, 0.0)   # of the current layout
         self.detail = _Layer()
         self.addItem(self.detail)
         self.overview = OverviewItem()
@@ -165,7 +166,7 @@ class CanvasScene(QGraphicsScene):
         self._sync_groups(layout)
         self._sync_edges(nodes, layout)
         self.overview.set_layout(layout, {name: c.info.op for name, c in self.cards.items()})
-        x0, y0, x1, y1 = bounds(layout)
+        x0, y0, x1, y1 = self.bounds = bounds(layout)
         m = 200.0
         self.setSceneRect(QRectF(x0 - m, y0 - m, (x1 - x0) + 2 * m, (y1 - y0) + 2 * m))
         self.layout_changed.emit()
@@ -208,6 +209,10 @@ class CanvasScene(QGraphicsScene):
 
     def _sync_groups(self, layout: Layout) -> None:
         frames, gcards = {}, {}
+        # A frame around the calls of one leaf submodule only repeats what its cards say.
+        called = {str(n.target) for n in self.graph_module.graph.nodes if n.op == "call_module"}
+        parents = {p.rsplit(".", 1)[0] for p in layout.groups if "." in p}
+        leaves = called - parents
         for path, g in layout.groups.items():
             if g.collapsed:
                 item = self.group_cards.pop(path, None)
@@ -217,7 +222,7 @@ class CanvasScene(QGraphicsScene):
                 else:
                     item.set_group(g)
                 gcards[path] = item
-            elif g.members > 1:   # a frame around a single submodule call only repeats its card
+            elif path not in leaves:
                 item = self.frames.pop(path, None)
                 if item is None:
                     item = GroupFrame(g)
@@ -232,13 +237,17 @@ class CanvasScene(QGraphicsScene):
     def _sync_edges(self, nodes, layout: Layout) -> None:
         keep = {}
         seen: dict[tuple, int] = {}
+        labelled: set[str] = set()
         for route in layout.edges:
             base = (route.src, route.dst, route.key)
             k = base + (seen.get(base, 0),)
             seen[base] = k[3] + 1
             points = self._port_route(route, k[3])
             src = nodes.get(route.src)
-            label = edge_label(src) if src is not None else ""
+            # One shape label per source: its other out-edges carry the same tensor.
+            label = edge_label(src) if src is not None and route.src not in labelled else ""
+            if label:
+                labelled.add(route.src)
             item = self.edges.pop(k, None)
             if item is None or item.label != label:
                 if item is not None:

@@ -102,5 +102,7 @@ class SearchBar(QFrame):
             self.close_bar()
         elif key == Qt.Key.Key_F3 or (key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and shift):
             (self.previous_requested if shift else self.next_requested).emit()
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            event.accept()   # the field already went to the next match; do not pass it to the canvas
         else:
             super().keyPressEvent(event)

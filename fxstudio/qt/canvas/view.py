@@ -129,10 +129,19 @@ class GraphCanvas(QGraphicsView):
             return
         before = self.mapToScene(anchor.toPoint())
         self.scale(factor, factor)
+        self._update_scroll_area()
         centre = QPointF(self.viewport().rect().center())
         self.centerOn(before + (centre - anchor) / new_scale)
         self._sync_lod()
         self.zoom_changed.emit(new_scale)
+
+    def _update_scroll_area(self) -> None:
+        """Let the graph be scrolled anywhere on screen: the scrollable area is the layout plus
+        one viewport of margin on every side (at the current zoom)."""
+        x0, y0, x1, y1 = self.canvas_scene.bounds
+        z = self.zoom()
+        mx, my = self.viewport().width() / z * 0.9, self.viewport().height() / z * 0.9
+        self.setSceneRect(QRectF(x0 - mx, y0 - my, (x1 - x0) + 2 * mx, (y1 - y0) + 2 * my))
 
     def _sync_lod(self) -> None:
         """Use the recorded overview when cards would be plain boxes anyway (fast at 100k nodes)."""
@@ -148,11 +157,12 @@ class GraphCanvas(QGraphicsView):
         layout = self.canvas_scene.layout
         if layout is None or not (layout.nodes or layout.groups):
             return
-        x0, y0, x1, y1 = layout.bounds()
+        x0, y0, x1, y1 = self.canvas_scene.bounds
         rect = QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-30, -30, 30, 30)
         self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
         if self.zoom() > 1.5:
             self.zoom_by(1.5 / self.zoom())
+        self._update_scroll_area()
         self.centerOn(rect.center())
         self._sync_lod()
         self.zoom_changed.emit(self.zoom())
@@ -200,6 +210,10 @@ class GraphCanvas(QGraphicsView):
         """Highlight the cards matching ``pattern`` (regex over name, op, target); go to the first.
         Returns the number of matches."""
         self._pattern = pattern
+        if self.search_bar.edit.text() != pattern:   # called from code: show it in the find bar
+            self.search_bar.edit.blockSignals(True)
+            self.search_bar.edit.setText(pattern)
+            self.search_bar.edit.blockSignals(False)
         self._rematch()
         if self._matches:
             self._match_index = -1
@@ -421,6 +435,7 @@ class GraphCanvas(QGraphicsView):
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Keep the minimap bottom-right and the find bar top-right."""
         super().resizeEvent(event)
+        self._update_scroll_area()
         self._place_overlays()
         self._view_moved()
 
@@ -431,8 +446,16 @@ class GraphCanvas(QGraphicsView):
         self.search_bar.move(vp.right() - self.search_bar.width() - 10, vp.top() + 10)
 
     def _layout_changed(self) -> None:
-        self.minimap.set_layout(self.canvas_scene.layout, self.sceneRect())
+        x0, y0, x1, y1 = self.canvas_scene.bounds
+        self.minimap.set_layout(self.canvas_scene.layout, QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-40, -40, 40, 40))
+        self._update_scroll_area()
         self._view_moved()
 
     def _view_moved(self, *_):
-        self.minimap.set_view_rect(self.mapToScene(self.viewport().rect()).boundingRect())
+        visible = self.mapToScene(self.viewport().rect()).boundingRect()
+        self.minimap.set_view_rect(visible)
+        layout = self.canvas_scene.layout
+        # The minimap only helps when part of the graph is off screen.
+        x0, y0, x1, y1 = self.canvas_scene.bounds
+        whole = visible.contains(QRectF(x0, y0, x1 - x0, y1 - y0))
+        self.minimap.setVisible(layout is not None and bool(layout.nodes or layout.groups) and not whole)

@@ -105,6 +105,13 @@ def descendants(node: torch.fx.Node) -> set[torch.fx.Node]:
     return seen
 
 
+def feeder_names(doc, node: torch.fx.Node) -> list[str]:
+    """Names of every node that may feed ``node`` without a cycle, in graph order (see below)."""
+    banned = descendants(node)
+    banned.add(node)
+    return [n.name for n in doc.edited.graph.nodes if n.op != "output" and n not in banned]
+
+
 def feeder_candidates(doc, node: torch.fx.Node) -> list[tuple[str, str]]:
     """(name, shape) of every node that may feed ``node`` without a cycle, in graph order.
 

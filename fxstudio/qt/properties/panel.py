@@ -21,7 +21,7 @@ from fxstudio.core.errors import FxStudioError
 from fxstudio.core.target_catalog import targets_for
 from fxstudio.qt.properties.arg_editor import AddKeywordRow, ArgumentRows
 from fxstudio.qt.properties.node_info import (
-    feeder_candidates, format_target_text, module_repr, shape_of, validate_target,
+    feeder_names, format_target_text, module_repr, shape_of, validate_target,
 )
 from fxstudio.qt.properties.signature import parameter_view
 from fxstudio.qt.properties.style import NodeLink, PANEL_QSS, key_label, op_badge, section_label
@@ -208,14 +208,14 @@ class PropertiesPanel(QWidget):
                 return str(exc)
             return None
 
-        def candidates() -> list[tuple[str, str]]:
-            return feeder_candidates(doc, node)
+        def candidates() -> list[str]:
+            return feeder_names(doc, node)
 
         layout.addWidget(section_label("Arguments"))
         rows = ArgumentRows(self._apply, validate, candidates, self.edit_refused.emit)
         for i, value in enumerate(node.args):
             name = view.positional_names[i] if i < len(view.positional_names) else None
-            label = name or f"arg {i}"
+            label = "returns" if node.op == "output" else name or f"arg {i}"
             field = rows.add_row(label, i, format_value(value), node=node.name, tooltip=f"args[{i}]")
             self.fields[i] = field
         for key, value in node.kwargs.items():

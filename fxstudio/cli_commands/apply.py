@@ -1,0 +1,55 @@
+"""``fxstudio apply MODEL EDITS.json [-o OUT.py]``: replay an edit script on a model and print the
+edited graph as ``inspect`` does; with ``-o``, export the edited module and verify it.
+
+Exit status: 0 all edits applied (and exported), 1 an edit was refused (the message names its
+index in ``edits`` and the reason) or the export failed its check, 2 bad usage, an unreadable
+model or a malformed script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+from fxstudio.cli_commands.model_args import add_model_arguments, load_from_args
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``fxstudio apply``."""
+    from fxstudio.cli_commands.export import add_output_arguments
+
+    add_model_arguments(parser)
+    parser.add_argument("edits", metavar="EDITS.json", help="edit script (format fxstudio.edits/1)")
+    parser.add_argument("--json", action="store_true", help="print the edited graph's nodes as JSON")
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, replay, print (and export with ``-o``); see the module docstring for the exit status."""
+    from fxstudio.core.document import replay
+    from fxstudio.core.edit_script import load_script
+    from fxstudio.core.inspect_view import inspect_record, lint_verdict, render_table
+
+    script = load_script(args.edits)
+    loaded = load_from_args(args)
+    doc = replay(loaded, script)
+    edited = dataclasses.replace(loaded, graph_module=doc.module())
+    if args.json:
+        record = inspect_record(edited)
+        record["edits"] = len(script["edits"])
+        json.dump(record, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        ok = record["lint"]["ok"]
+    else:
+        print(f"applied {len(script['edits'])} edit(s) from {args.edits}")
+        sys.stdout.write(render_table(edited))
+        ok, _ = lint_verdict(edited.graph_module)
+    if not ok:
+        return 1
+    if getattr(args, "output", None):
+        from fxstudio.cli_commands.export import export_and_report
+
+        return export_and_report(doc, args.output, script_path=args.edits, verify=args.verify)
+    return 0
