@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats after one warm-up (default 5)")
     parser.add_argument("--no-per-node", dest="per_node", action="store_false",
                         help="compare outputs only, skip the node-by-node run")
+    parser.add_argument("--compare-all", action="store_true",
+                        help="run and compare every node twice, also those upstream of every edit "
+                             "(by default they are computed once: equal by construction)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every output is within tolerance")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -72,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     report = compare_models(original, traced, edited, inputs, device=args.device, dtype=args.dtype,
                             rtol=args.rtol, atol=args.atol, repeats=args.repeats, per_node=args.per_node,
-                            match=match, seed=seed)
+                            match=match, seed=seed, share_unchanged=not args.compare_all)
     report.notes.insert(0, f"ran on {source}; nodes matched by {'stable id' if match == 'id' else 'name'}")
     if args.json:
         data = report.to_json()

@@ -24,7 +24,7 @@ from fxstudio.core.divergence import (
 )
 from fxstudio.core.errors import RunError
 from fxstudio.core.run_inputs import dtype_name, inputs_for_run, module_for_run, parse_run_dtype
-from fxstudio.core.run_metrics import diff_values, flatten_outputs, median_time_ms, sample_pair
+from fxstudio.core.run_metrics import diff_values, flatten_outputs, median_time_ms, reseed, sample_pair
 
 __all__ = ["available_devices", "compare_models", "CompareReport", "OutputMetrics", "NodeDivergence",
            "NodeFailure", "RunCancelled"]
@@ -207,9 +207,9 @@ def _cancelled(cancel: Any) -> Callable[[], bool] | None:
     return cancel
 
 
-def _run_once(module: torch.nn.Module, inputs: tuple[Any, ...], seed: int | None) -> Any:
+def _run_once(module: torch.nn.Module, inputs: tuple[Any, ...], seed: int | None, device: str) -> Any:
     if seed is not None:
-        torch.manual_seed(seed)
+        reseed(seed, device)
     with torch.no_grad():
         return module(*inputs)
 
@@ -218,7 +218,8 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
                    inputs: tuple[Any, ...], *, device: str = "cpu", dtype: str | torch.dtype | None = None,
                    rtol: float = 1e-5, atol: float = 1e-6, repeats: int = 5, per_node: bool = True,
                    progress: Callable[[float, str], None] | None = None, cancel: Any = None,
-                   match: str = "id", seed: int | None = 0, eval_mode: bool = True) -> CompareReport:
+                   match: str = "id", seed: int | None = 0, eval_mode: bool = True,
+                   share_unchanged: bool = True) -> CompareReport:
     """Compare ``edited`` with ``original`` (the module as loaded) and ``traced`` on ``inputs``.
 
     ``device`` is one of ``available_devices()``; ``dtype`` (``"float32"``, ``"float16"``,
@@ -228,7 +229,9 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
     or a ``threading.Event``) stops it with ``RunCancelled``. An exception in the edited graph is
     returned in ``report.error`` naming the node; the caller decides whether that is a failure.
     ``seed`` reseeds torch before each run so random ops draw the same numbers; with
-    ``eval_mode`` a module left in training mode is run as an eval-mode copy (noted).
+    ``eval_mode`` a module left in training mode is run as an eval-mode copy (noted). With
+    ``share_unchanged`` the node-by-node run computes nodes upstream of every edit once (they are
+    equal by construction, reported ``equal`` with ``shared``); without it every node runs twice.
     """
     device = check_device(device)
     run_dtype = parse_run_dtype(dtype)
@@ -255,7 +258,7 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
 
     if per_node:
         div = run_divergence(mods["traced"], mods["edited"], args, rtol=rtol, atol=atol, match=match,
-                             progress=step.nodes, cancel=is_cancelled, seed=seed)
+                             progress=step.nodes, cancel=is_cancelled, seed=seed, share=share_unchanged)
         _take_divergence(report, div)
 
     # A graph that writes into its inputs gets fresh copies for every call, the caller's untouched.
@@ -269,14 +272,14 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
         if label == "edited" and report.error is not None and report.error.graph == "edited":
             continue
         try:
-            outs[label] = _run_once(mods[label], feed(), seed)
+            outs[label] = _run_once(mods[label], feed(), seed, device)
         except Exception as exc:  # noqa: BLE001 - reported with the node that raised
             if label == "original":
                 raise RunError(f"The original model fails on these inputs ({type(exc).__name__}: {exc}); "
                                "check the input shapes and dtype.") from None
             report.error = _locate_failure(mods["traced"], mods[label], args, exc, label, match, seed)
             continue
-        report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, feed(), seed), device=device,
+        report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, feed(), seed, device), device=device,
                                                   repeats=repeats, cancel=is_cancelled)
     if "original" in outs and "traced" in outs:
         report.trace_outputs = _output_metrics(outs["original"], outs["traced"], rtol=rtol, atol=atol)

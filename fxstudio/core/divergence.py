@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import math
 import operator
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,9 @@ import torch.fx
 import torch.utils._pytree
 
 from fxstudio.core.errors import RunError
-from fxstudio.core.run_metrics import diff_values
+from fxstudio.core.graph_diff import match_key
+from fxstudio.core.run_metrics import diff_values, reseed
+from fxstudio.core.same_computation import same_computation
 
 ProgressFn = Callable[[float, str], None]
 CancelFn = Callable[[], bool]
@@ -38,7 +40,8 @@ class NodeDivergence:
     ``status``: ``"equal"`` (bitwise, or equal non-tensors), ``"close"`` (within tolerance),
     ``"diverged"`` (beyond tolerance, another shape, ...), ``"no_counterpart"`` (inserted by an
     edit), ``"error"`` (the node raised). ``score`` is ``max |e - o| / (atol + rtol |o|)``; the
-    value is within tolerance exactly when ``score <= 1``.
+    value is within tolerance exactly when ``score <= 1``. ``shared``: equal by construction
+    (same computation on equal inputs, upstream of every edit), computed once, not compared.
     """
 
     index: int
@@ -51,6 +54,7 @@ class NodeDivergence:
     max_abs: float | None = None
     score: float | None = None
     note: str = ""
+    shared: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-safe dict (infinite figures become null, with the note saying why)."""
@@ -58,6 +62,7 @@ class NodeDivergence:
             "index": self.index, "id": self.node_id, "name": self.name, "op": self.op,
             "target": self.target, "counterpart": self.counterpart, "status": self.status,
             "max_abs": _finite(self.max_abs), "score": _finite(self.score), "note": self.note,
+            "shared": self.shared,
         }
 
 
@@ -111,15 +116,6 @@ def format_target(node: torch.fx.Node) -> str:
     return f"{module}.{name}" if module else name
 
 
-def match_key(kind: str) -> Callable[[torch.fx.Node], Hashable | None]:
-    """The function matching nodes across graphs: ``"id"`` (``meta['fxs_id']``) or ``"name"``."""
-    if kind == "id":
-        return lambda n: n.meta.get("fxs_id")
-    if kind == "name":
-        return lambda n: n.name
-    raise ValueError(f"match must be 'id' or 'name', not {kind!r}")
-
-
 class _NodeRunner(torch.fx.Interpreter):
     """An Interpreter whose ``run_node`` skips recording the current node's metadata for tracing
     (``fx_traceback.set_current_meta``): nothing is traced here, and it costs a context manager
@@ -128,6 +124,13 @@ class _NodeRunner(torch.fx.Interpreter):
     def run_node(self, n: torch.fx.Node) -> Any:
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         return getattr(self, n.op)(n.target, args, kwargs)
+
+    def call_module(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        # The submodule table built at construction, not a walk down the dotted path per call.
+        submodule = self.submodules.get(target) if isinstance(target, str) else None
+        if submodule is None:
+            return super().call_module(target, args, kwargs)
+        return submodule(*args, **kwargs)
 
 
 class _Stepper:
@@ -177,7 +180,7 @@ _INPLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.i
                       operator.ilshift, operator.irshift, operator.imatmul}
 
 
-def may_mutate(node: torch.fx.Node, gm: torch.nn.Module) -> bool:
+def may_mutate(node: torch.fx.Node, gm: torch.nn.Module, modules: dict[str, torch.nn.Module] | None = None) -> bool:
     """Whether running ``node`` may write into one of its input tensors (an in-place op).
 
     A heuristic on names: ``x.add_()``, ``torch.relu_``, ``inplace=True``, ``nn.ReLU(inplace=True)``,
@@ -194,16 +197,21 @@ def may_mutate(node: torch.fx.Node, gm: torch.nn.Module) -> bool:
         name = getattr(target, "__name__", "") or ""
         return name.endswith("_") and not name.startswith("__")
     if node.op == "call_module":
-        try:
-            return getattr(gm.get_submodule(node.target), "inplace", False) is True
-        except AttributeError:
-            return False
+        if modules is None:
+            modules = dict(gm.named_modules())
+        return getattr(modules.get(node.target), "inplace", False) is True
     return False
 
 
 def graph_may_mutate(gm: torch.fx.GraphModule) -> bool:
     """Whether any node of ``gm`` may write into a tensor in place (see ``may_mutate``)."""
-    return any(may_mutate(n, gm) for n in gm.graph.nodes)
+    return bool(mutating_nodes(gm))
+
+
+def mutating_nodes(gm: torch.fx.GraphModule) -> set[torch.fx.Node]:
+    """The nodes of ``gm`` that may write into a tensor in place (see ``may_mutate``)."""
+    modules = dict(gm.named_modules())
+    return {n for n in gm.graph.nodes if may_mutate(n, gm, modules)}
 
 
 def clone_tensors(value: Any) -> Any:
@@ -234,18 +242,22 @@ def _failure(graph: str, node: torch.fx.Node, exc: BaseException, node_id: int |
 
 def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...], *,
                    rtol: float, atol: float, match: str = "id", progress: ProgressFn | None = None,
-                   cancel: CancelFn | None = None, seed: int | None = 0) -> DivergenceResult:
+                   cancel: CancelFn | None = None, seed: int | None = 0, share: bool = True) -> DivergenceResult:
     """Run both graphs on ``args`` in lockstep and compare every matched node's value.
 
-    Raises ``RunCancelled`` when ``cancel()`` turns true; an exception in a node is returned as
-    ``result.failure`` (the run stops there) rather than raised.
+    With ``share``, an edited node that provably computes its counterpart's value (same op and
+    arguments on equal inputs and state, upstream of every edit: ``same_computation``) is not run
+    again: it takes the original's value and is reported ``equal`` with ``shared`` set. Sharing is
+    off when a graph has in-place ops. Raises ``RunCancelled`` when ``cancel()`` turns true; an
+    exception in a node is returned as ``result.failure`` (the run stops there), not raised.
     """
     key = match_key(match)
-    orig = _Stepper(original, clone_tensors(args) if graph_may_mutate(original) else args)
-    # Both graphs read the same input tensors: the edited one gets its own if it may write into them.
-    fresh = graph_may_mutate(original) or graph_may_mutate(edited)
+    mutating = mutating_nodes(original)
+    # Both graphs read the same input tensors: each gets its own when either may write into them.
+    fresh = bool(mutating) or graph_may_mutate(edited)
+    orig = _Stepper(original, clone_tensors(args) if fresh else args)
     edit = _Stepper(edited, clone_tensors(args) if fresh else args)
-    mutating = {n for n in orig.nodes if may_mutate(n, original)}
+    shared = same_computation(original, edited, key) if share and not fresh else set()
     targets: dict[Any, str] = {}
     snapshots: dict[torch.fx.Node, Any] = {}  # values as computed, before an in-place op changed them
 
@@ -271,8 +283,9 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             if n not in pending:
                 orig.release(n)
 
-    if seed is not None:
-        torch.manual_seed(seed)  # ops drawing random numbers see the same draws in both graphs
+    if seed is not None:  # ops drawing random numbers see the same draws in both graphs
+        device = next((a.device for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)), "cpu")
+        reseed(seed, device)
     with torch.no_grad():
         while not edit.done():
             if cancel is not None and cancel():
@@ -298,6 +311,20 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
                         _cleanup(orig, edit, exc)
                         return result
                     release_original(orig.finished_uses(onode))
+            if enode in shared:
+                edit.interp.env[enode] = orig.interp.env[counterpart]
+                edit.pos += 1
+                row = NodeDivergence(index, eid, enode.name, enode.op, target_text(enode), counterpart.name,
+                                     "equal", 0.0, 0.0, shared=True)
+                pending.discard(counterpart)
+                if counterpart in orig.uses_done:
+                    orig.release(counterpart)
+                result.nodes.append(row)
+                for n in edit.finished_uses(enode):
+                    edit.release(n)
+                if progress is not None and (index % every == 0 or index == total - 1):
+                    progress((index + 1) / total, enode.name)
+                continue
             try:
                 edit.step()
             except Exception as exc:  # noqa: BLE001 - reported, not raised

@@ -20,6 +20,7 @@ from fxstudio.core.edits.ops_args import op_del_kwarg, op_replace_uses, op_set_a
 from fxstudio.core.edits.ops_nodes import op_duplicate, op_eliminate_dead_code, op_erase, op_insert, op_rename
 from fxstudio.core.edits.ordering import cycle_path
 from fxstudio.core.edits.primitives import Primitive, Transaction
+from fxstudio.core.edits.shapes import ShapeRefresher
 from fxstudio.core.edits.state import ID_KEY, Changes, EditState
 from fxstudio.core.edits.validation import check_fields
 from fxstudio.core.errors import EditRefused
@@ -75,6 +76,7 @@ class Document:
         self._saved_index: int | None = 0
         self._stale = False
         self._subscribers: list[Callable[[DocumentEvent], None]] = []
+        self._shapes = ShapeRefresher(self.edited)
 
     # ------------------------------------------------------------------ module and nodes
 
@@ -125,8 +127,17 @@ class Document:
 
         return unsubscribe
 
+    def _refresh_shapes(self, changes: Changes) -> None:
+        """Recompute shapes of touched nodes (and downstream while they change); report them too."""
+        by_id = self._state.by_id
+        touched = [by_id[i] for i in changes.recompute if i in by_id]
+        for node in self._shapes.refresh(touched):
+            changes.change(node.meta[ID_KEY])
+
     def _emit(self, kind: str, label: str, changes: Changes | None = None) -> None:
         changes = changes or Changes()
+        if kind in ("edited", "undone", "redone"):
+            self._refresh_shapes(changes)
         event = DocumentEvent(kind, label, frozenset(changes.added), frozenset(changes.removed),
                               frozenset(changes.changed))
         for callback in list(self._subscribers):

@@ -22,7 +22,9 @@ import torch
 import fxstudio
 from fxstudio.core.errors import ExportError
 from fxstudio.core.export_codegen import generate_file
-from fxstudio.core.export_verify import compare, reference_outputs, run_exported
+from fxstudio.core.export_verify import ExportCancelled, compare, reference_outputs, run_exported
+
+__all__ = ["ExportCancelled", "ExportResult", "ExportTargetError", "export_python", "weights_path_for"]
 from fxstudio.core.model import LoadedModel
 
 Progress = Callable[[str, float], None]
@@ -62,11 +64,14 @@ def export_python(
     script_path: str | os.PathLike | None = None,
     verify: bool = True,
     progress: Progress | None = None,
+    cancel: Callable[[], bool] | None = None,
 ) -> ExportResult:
     """Export ``source`` (a ``Document`` or a ``LoadedModel``) to ``out_path`` and its weights file.
 
     Raises ``ExportTargetError`` (exit 2) for an unusable target and ``ExportError`` (exit 1) when
-    the code cannot be generated or does not verify; nothing is written then.
+    the code cannot be generated or does not verify; nothing is written then. ``progress(message,
+    fraction)`` reports the steps; ``cancel()``, polled during verification, stops the export
+    (``ExportCancelled``, nothing written).
     """
     started = time.perf_counter()
     report = progress or (lambda message, fraction: None)
@@ -87,6 +92,7 @@ def export_python(
         example_inputs=tuple(loaded.example_inputs),
         user_module=loaded.user_module,
         user_import=user_import,
+        record_names=bool(edit_labels),
     )
     if user_import and out_path.stem == user_import and generated.requirements:
         raise ExportTargetError(
@@ -116,7 +122,7 @@ def export_python(
         if verify:
             report("Verifying in a fresh Python process", 0.35)
             search = [staging] + ([loaded.path.parent.resolve()] if user_import else [])
-            got = run_exported(staged_py, tuple(loaded.example_inputs), search_paths=search)
+            got = run_exported(staged_py, tuple(loaded.example_inputs), search_paths=search, cancel=cancel)
             exact, err = compare(expected, got)
             verdict = (
                 "verified: outputs identical to the graph in memory"

@@ -25,9 +25,11 @@ from torch import nn
 
 from fxstudio.core.errors import ExportError
 from fxstudio.core.export_modules import ImportNamer, constructor_expression, literal
+from fxstudio.core.export_names import names_block
 
 # Names the generated file defines itself; globals of the forward code must not take them.
-FIXED_NAMES = {"torch", "nn", "Path", "get_model", "example_inputs", "WEIGHTS_FILE", "_attach"}
+FIXED_NAMES = {"torch", "nn", "Path", "get_model", "example_inputs", "WEIGHTS_FILE", "_attach",
+               "FXSTUDIO_NODE_NAMES", "FXSTUDIO_GRAPH_SIGNATURE"}
 _CUSTOM_BUILTIN_IMPORTS = {
     "inf": "from math import inf",
     "nan": "from math import nan",
@@ -203,6 +205,7 @@ def generate_file(
     example_inputs: tuple,
     user_module: Any = None,
     user_import: str | None = None,
+    record_names: bool = False,
 ) -> GeneratedFile:
     """Generate the exported file for ``gm`` (see the module docstring)."""
     graph = plain_graph(gm)
@@ -309,6 +312,10 @@ def generate_file(
     out.append("def example_inputs() -> tuple:")
     out.append('    """Random inputs with the shapes and dtypes of the example inputs the graph was traced with."""')
     out.append(f"    return {_input_expr(tuple(example_inputs))}")
+    if record_names:
+        out.append("")
+        out.append("")
+        out.extend(names_block(gm.graph))
     source = "\n".join(out) + "\n"
     try:
         compile(source, f"{class_name}.py", "exec")

@@ -23,14 +23,47 @@ from torch import nn
 
 from fxstudio.core.errors import ExportError
 
+
+def _activation_name(m: nn.Module) -> Any:
+    """``"relu"``/``"gelu"`` for the functional activations a transformer layer accepts by name."""
+    act = m.activation
+    for name, fn in (("relu", torch.nn.functional.relu), ("gelu", torch.nn.functional.gelu)):
+        if act is fn:
+            return name
+    return act  # a module or another callable: not a literal, so this strategy gives up
+
+
+_TRANSFORMER_LAYER = {
+    "d_model": lambda m: m.self_attn.embed_dim,
+    "nhead": lambda m: m.self_attn.num_heads,
+    "dim_feedforward": lambda m: m.linear1.out_features,
+    "dropout": lambda m: m.dropout.p,
+    "activation": _activation_name,
+    "layer_norm_eps": lambda m: m.norm1.eps,
+    "batch_first": lambda m: m.self_attn.batch_first,
+    "bias": lambda m: m.linear1.bias is not None,
+}
+
 # Constructor parameters that are not stored under their own name.
 _ALIASES: dict[type, dict[str, Callable[[nn.Module], Any]]] = {
     nn.MultiheadAttention: {
         "bias": lambda m: m.in_proj_bias is not None,
         "add_bias_kv": lambda m: m.bias_k is not None,
     },
+    nn.TransformerEncoderLayer: _TRANSFORMER_LAYER,
+    nn.TransformerDecoderLayer: _TRANSFORMER_LAYER,
 }
+
+
+def _rnn_signature(input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True,
+                   batch_first=False, dropout=0.0, bidirectional=False):
+    """The documented constructor of ``nn.RNN``, whose ``__init__`` only declares ``*args, **kwargs``."""
+
+
+# Classes whose ``__init__`` signature does not list their parameters.
+_SIGNATURES = {nn.RNN: inspect.signature(_rnn_signature)}
 _SKIPPED_PARAMETERS = {"device", "dtype"}
+_META_ABOVE = 1_000_000  # elements of parameters and buffers
 _CONFIG_TYPES = (int, float, str, bool, type(None), tuple, list, torch.dtype)
 
 
@@ -146,6 +179,9 @@ def constructor_expression(module: nn.Module, path: str, namer: ImportNamer) -> 
     strategy rebuilds it exactly.
     """
     cls = type(module)
+    if cls is nn.Sequential and all(name == str(i) for i, name in enumerate(module._modules)):
+        parts = [constructor_expression(child, f"{path}.{name}", namer) for name, child in module.named_children()]
+        return f"{namer.name_for(nn.Sequential)}({', '.join(parts)})"
     reasons = []
     for strategy in (_args_from_repr, _args_from_signature):
         try:
@@ -195,7 +231,10 @@ def _args_from_signature(module: nn.Module) -> tuple[list, dict]:
     """Constructor arguments read back from the attributes named like the ``__init__`` parameters."""
     cls = type(module)
     try:
-        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        if cls in _SIGNATURES:
+            params = list(_SIGNATURES[cls].parameters.values())
+        else:
+            params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     except (TypeError, ValueError) as exc:
         raise _NotRebuildable("its __init__ signature cannot be read") from exc
     aliases = next((v for k, v in _ALIASES.items() if cls is k), {})
@@ -248,8 +287,11 @@ def _config(module: nn.Module) -> dict[str, Any]:
 
 def _compare(module: nn.Module, cls: type, args: list, kwargs: dict) -> str | None:
     """None if ``cls(*args, **kwargs)`` has the same structure and configuration as ``module``."""
+    # Big modules are built on the meta device (nothing allocated); small ones on the CPU, which
+    # avoids the seconds the first meta construction of some modules spends importing meta kernels.
+    size = sum(v.numel() for v in module.state_dict().values() if isinstance(v, torch.Tensor))
     try:
-        with torch.device("meta"):
+        with torch.random.fork_rng(devices=[]), torch.device("meta" if size > _META_ABOVE else "cpu"):
             candidate = cls(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - user constructors may raise anything
         return f"calling it with {args} {kwargs} raised {type(exc).__name__}: {exc}"

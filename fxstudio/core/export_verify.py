@@ -14,8 +14,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -24,6 +25,10 @@ from fxstudio.core.errors import ExportError
 SEED = 0
 RTOL = 1e-5
 ATOL = 1e-6
+
+class ExportCancelled(ExportError):
+    """The user cancelled an export while it was verifying (nothing is written)."""
+
 
 _CHILD = r"""
 import importlib.util, json, sys
@@ -153,9 +158,14 @@ def _shape_of(value: Any) -> str:
 
 
 def run_exported(
-    py_path: Path, inputs: tuple, *, search_paths: list[Path], timeout: float = 600.0
+    py_path: Path, inputs: tuple, *, search_paths: list[Path], timeout: float = 600.0,
+    cancel: Callable[[], bool] | None = None,
 ) -> Any:
-    """Import ``py_path`` in a fresh process, run ``get_model()`` on ``inputs`` and return its outputs."""
+    """Import ``py_path`` in a fresh process, run ``get_model()`` on ``inputs`` and return its outputs.
+
+    ``cancel()`` is polled while the process runs; when it returns True the process is killed and
+    ``ExportCancelled`` raised.
+    """
     import json
 
     with tempfile.TemporaryDirectory(prefix="fxstudio-verify-") as tmp:
@@ -168,18 +178,36 @@ def run_exported(
             str(torch.get_num_threads()), str(SEED), json.dumps([str(p) for p in search_paths]),
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        try:
-            proc = subprocess.run(argv, cwd=tmp, capture_output=True, text=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            raise ExportError(f"verification did not finish within {timeout:.0f} s") from None
-        if proc.returncode != 0:
-            raise ExportError(
-                f"the exported file failed in a fresh Python process:\n{_error_tail(proc.stderr)}"
-            )
+        returncode, stderr = _run(argv, tmp, env, timeout, cancel)
+        if returncode != 0:
+            raise ExportError(f"the exported file failed in a fresh Python process:\n{_error_tail(stderr)}")
         try:
             return torch.load(result_path, weights_only=True)
         except Exception as exc:  # noqa: BLE001 - unreadable results are a verification failure
             raise ExportError(f"could not read the outputs of the exported file: {exc}") from None
+
+
+def _run(argv: list[str], cwd: str, env: dict, timeout: float, cancel) -> tuple[int, str]:
+    """Run ``argv``; (exit status, stderr). Kills it on timeout or cancel."""
+    with tempfile.TemporaryFile(mode="w+") as err:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=0.1)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancel is not None and cancel():
+                        raise ExportCancelled("export cancelled; nothing was written") from None
+                    if time.monotonic() > deadline:
+                        raise ExportError(f"verification did not finish within {timeout:.0f} s") from None
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        err.seek(0)
+        return proc.returncode, err.read()
 
 
 def _error_tail(stderr: str) -> str:

@@ -7,14 +7,21 @@ referenced node's key (so a rename of an input alone does not mark its users cha
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.fx
 
-from fxstudio.core.divergence import match_key
+
+def match_key(kind: str) -> Callable[[torch.fx.Node], Hashable | None]:
+    """The function matching nodes across graphs: ``"id"`` (``meta['fxs_id']``) or ``"name"``."""
+    if kind == "id":
+        return lambda n: n.meta.get("fxs_id")
+    if kind == "name":
+        return lambda n: n.name
+    raise ValueError(f"match must be 'id' or 'name', not {kind!r}")
 
 
 @dataclass(frozen=True)
@@ -57,7 +64,8 @@ def _canonical(value: Any, key) -> Any:
     return value
 
 
-def _signature(node: torch.fx.Node, key) -> tuple:
+def node_signature(node: torch.fx.Node, key) -> tuple:
+    """What a node computes, in a comparable form: op, target, and arguments with references by key."""
     target = node.target if isinstance(node.target, str) else (
         getattr(node.target, "__module__", ""), getattr(node.target, "__qualname__", repr(node.target)))
     return (node.op, target, _canonical(node.args, key), _canonical(node.kwargs, key))
@@ -83,9 +91,9 @@ def graph_diff(original: torch.fx.Graph | torch.fx.GraphModule, edited: torch.fx
     for k in onodes.keys() & enodes.keys():
         o, e = onodes[k], enodes[k]
         try:
-            same = _signature(o, key) == _signature(e, key)
+            same = node_signature(o, key) == node_signature(e, key)
         except Exception:  # noqa: BLE001 - uncomparable constants: fall back to their text
-            same = repr(_signature(o, key)) == repr(_signature(e, key))
+            same = repr(node_signature(o, key)) == repr(node_signature(e, key))
         if same and o.op == "call_module" and omods is not None and emods is not None:
             same = type(omods.get(o.target)) is type(emods.get(e.target))
         if not same:

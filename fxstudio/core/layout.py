@@ -215,9 +215,11 @@ def compute_layout(
     heavy = np.concatenate([wl, wl[dummy_owner]])
 
     if prev_x is not None:
-        init_x = _initial_x(n, total, known, prev_x, dummy_owner, seg_src, seg_dst)
+        lane_x, lane_known = _previous_lanes(previous, units.names, dummy_owner, all_layer[n:])
+        known_all = np.concatenate([known, lane_known])
+        init_x = _initial_x(total, known_all, np.concatenate([prev_x, lane_x]), seg_src, seg_dst)
         pos = reduce_crossings(all_layer, seg_src, seg_dst, init_x, sweeps=0)
-        fixed = np.concatenate([known, np.zeros(total - n, dtype=bool)])
+        fixed = known_all
         x = assign_x(all_layer, pos, all_w, gaps, is_dummy, heavy, seg_src, seg_dst, init=init_x, fixed=fixed)
     else:
         init_key = np.concatenate([np.arange(n, dtype=np.float64), dummy_owner.astype(np.float64) + 0.5])
@@ -233,7 +235,11 @@ def compute_layout(
     leaf = [not g and t == p and op == "call_module"
             for g, t, p, op in zip(units.is_group, units.targets, units.paths, units.ops)]
     frames = frame_members(units.paths, leaf)
-    tops = band_tops(layer_h, frame_gaps(frames, layer, nlayers, LAYER_GAP))
+    gaps = frame_gaps(frames, layer, nlayers, LAYER_GAP)
+    tops = band_tops(layer_h, gaps)
+    if prev_x is not None:
+        # Frames may squeeze until the next fresh layout: keeping cards in place comes first.
+        tops = _keep_previous_tops(previous, layer_h, np.minimum(gaps, LAYER_GAP))
 
     result = Layout()
     left = x[:n] - widths / 2
@@ -255,12 +261,41 @@ def compute_layout(
     return result
 
 
-def _initial_x(n, total, known, prev_x, dummy_owner, seg_src, seg_dst) -> np.ndarray:
+def _previous_lanes(previous: Layout, names: list[str], dummy_owner: np.ndarray, dummy_layer: np.ndarray):
+    """x of each dummy where the previous layout routed the same source through the same layer
+    (read off the previous route at the middle of that layer's band)."""
+    top: dict[int, float] = {}
+    height: dict[int, float] = {}
+    for b in previous.nodes.values():
+        top[b.layer] = min(top.get(b.layer, b.y), b.y)
+        height[b.layer] = max(height.get(b.layer, 0.0), b.h)
+    lane: dict[tuple[str, int], float] = {}
+    for e in previous.edges:
+        s = previous.nodes.get(e.src) or previous.groups.get(e.src)
+        d = previous.nodes.get(e.dst) or previous.groups.get(e.dst)
+        if s is None or d is None or d.layer - s.layer < 2 or s.layer < 0:
+            continue
+        layers = [lyr for lyr in range(s.layer + 1, d.layer) if lyr in top and (e.src, lyr) not in lane]
+        if not layers:
+            continue
+        pts = np.asarray(e.points)
+        mids = np.asarray([top[lyr] + height[lyr] / 2 for lyr in layers])
+        for lyr, xv in zip(layers, np.interp(mids, pts[:, 1], pts[:, 0]).tolist()):
+            lane[(e.src, lyr)] = xv
+    xs = np.zeros(len(dummy_owner))
+    found = np.zeros(len(dummy_owner), dtype=bool)
+    if lane:
+        for i, (o, lyr) in enumerate(zip(dummy_owner.tolist(), dummy_layer.tolist())):
+            got = lane.get((names[o], lyr))
+            if got is not None:
+                xs[i], found[i] = got, True
+    return xs, found
+
+
+def _initial_x(total, have, x, seg_src, seg_dst) -> np.ndarray:
     """Starting x for an incremental layout: previous x where known, else the mean of known neighbours."""
-    x = np.zeros(total)
-    x[:n] = prev_x
-    have = np.zeros(total, dtype=bool)
-    have[:n] = known
+    x = x.astype(np.float64).copy()
+    have = have.copy()
     for _ in range(3):
         if have.all():
             break
@@ -274,3 +309,18 @@ def _initial_x(n, total, known, prev_x, dummy_owner, seg_src, seg_dst) -> np.nda
         x[new] = s[new] / c[new]
         have |= new
     return x
+
+
+def _keep_previous_tops(previous: Layout, layer_h: np.ndarray, gaps: np.ndarray) -> np.ndarray:
+    """Band tops that stay where the previous layout had them, pushed down only where needed."""
+    prev_top: dict[int, float] = {}
+    for box in list(previous.nodes.values()) + [g for g in previous.groups.values() if g.collapsed]:
+        if box.layer >= 0:
+            prev_top[box.layer] = min(prev_top.get(box.layer, box.y), box.y)
+    tops = np.zeros(len(layer_h))
+    floor = -np.inf
+    for lyr in range(len(layer_h)):
+        want = prev_top.get(lyr, floor)
+        tops[lyr] = max(want, floor) if np.isfinite(max(want, floor)) else 0.0
+        floor = tops[lyr] + layer_h[lyr] + gaps[lyr]
+    return tops

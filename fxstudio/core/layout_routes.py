@@ -3,6 +3,7 @@
 A route drops straight down to the bottom of its source's layer band, then passes through its
 dummy in every layer it crosses (down the dummy's slot, which no card occupies) and ends at the
 destination's top centre. Between bands there are no cards, so a route never crosses a card.
+Points in the middle of a straight vertical run are left out.
 """
 
 from __future__ import annotations
@@ -46,6 +47,20 @@ def route_edges(units, layer: np.ndarray, x: np.ndarray, ys: np.ndarray, heights
         at = o[owner] + 1 + extra[owner] + 2 * k
         px[at], py[at] = x[d], tops[lyr]
         px[at + 1], py[at + 1] = x[d], bottom[lyr]
+    # A lane that runs straight through many layers needs only its end points: drop interior
+    # points in the middle of a straight vertical run (the polyline draws the same).
+    if nd_total:
+        same_prev = np.zeros(total, dtype=bool)
+        same_prev[1:] = px[1:] == px[:-1]
+        same_next = np.zeros(total, dtype=bool)
+        same_next[:-1] = px[:-1] == px[1:]
+        keep = ~(same_prev & same_next)
+        keep[o] = True
+        keep[end] = True
+        counts = np.add.reduceat(keep.astype(np.int64), o) if len(o) else np.zeros(0, dtype=np.int64)
+        px, py = px[keep], py[keep]
+        off = np.zeros(len(u) + 1, dtype=np.int64)
+        np.cumsum(counts, out=off[1:])
     flat = list(zip(px.tolist(), py.tolist()))
     names = units.names
     routes: list[EdgeRoute] = []

@@ -93,6 +93,10 @@ def _load_py(path, name, tracer, input_shapes, **options) -> LoadedModel:
         if inputs is None:
             raise _missing_inputs(path, module, "define example_inputs() (returning a tuple) or EXAMPLE_INPUTS in the file, or ")
     loaded = _trace(path, "py", module, inputs, tracer or "fx", entry, user_module, notes, **options)
+    from fxstudio.core.export_names import restore_exported_names  # round trip of fxstudio exports
+
+    if restore_exported_names(loaded.graph_module, user_module):
+        loaded.notes.append("node names restored from the fxstudio export (FXSTUDIO_NODE_NAMES)")
     return loaded
 
 

@@ -24,6 +24,8 @@ ENTRY_FACTORIES = ("get_model", "build_model")
 
 # Module names this process has loaded from user files, so a reload may replace them.
 _user_module_files: dict[str, Path] = {}
+# Sibling modules imported by model files, with their file's mtime when first seen.
+_sibling_stamps: dict[str, tuple[int, int]] = {}
 
 
 def run_model_file(path: Path) -> types.ModuleType:
@@ -46,7 +48,9 @@ def run_model_file(path: Path) -> types.ModuleType:
     sys.modules[name] = module
     _user_module_files[name] = path
     try:
-        spec.loader.exec_module(module)
+        # Compiled from source every time: a bytecode cache could hide an edit made within a second.
+        code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)  # noqa: S102 - running the user's model file is the point
     except SyntaxError as exc:
         sys.modules.pop(name, None)
         raise LoadError(
@@ -64,6 +68,7 @@ def run_model_file(path: Path) -> types.ModuleType:
             f"{path}: running the file raised {type(exc).__name__}{at}: {exc}. "
             "fxstudio runs the model file as `python file.py` would; fix the error and open it again."
         ) from None
+    _stamp_siblings(path.parent)
     return module
 
 
@@ -101,15 +106,42 @@ def _check_no_shadowing(name: str, path: Path) -> None:
 
 
 def _forget_siblings(folder: Path) -> None:
-    """Drop modules imported from ``folder`` itself so their changes are seen on the next import."""
+    """Drop modules imported from ``folder`` whose file changed since we last looked, so the model
+    file's next import of them sees the change; unchanged siblings stay (their objects stay the same).
+    """
     folder = folder.resolve()
     for mod_name, mod in list(sys.modules.items()):
         mod_file = getattr(mod, "__file__", None)
-        if not mod_file or mod_name.startswith(("fxstudio", "torch")):
+        if not mod_file or mod_name in _user_module_files or mod_name.startswith(("fxstudio", "torch")):
             continue
         try:
-            if Path(mod_file).resolve().parent == folder:
-                del sys.modules[mod_name]
+            path = Path(mod_file).resolve()
+            if path.parent != folder:
+                continue
+            stat = path.stat()
+        except (OSError, ValueError):
+            continue
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        seen = _sibling_stamps.setdefault(mod_name, stamp)
+        if seen != stamp:
+            del sys.modules[mod_name]
+            _sibling_stamps.pop(mod_name, None)
+            # Its .pyc records the source mtime in whole seconds: drop it so the edit is compiled.
+            Path(importlib.util.cache_from_source(str(path))).unlink(missing_ok=True)
+
+
+def _stamp_siblings(folder: Path) -> None:
+    """Remember the modification times of the sibling modules the model file just imported."""
+    folder = folder.resolve()
+    for mod_name, mod in list(sys.modules.items()):
+        mod_file = getattr(mod, "__file__", None)
+        if not mod_file or mod_name in _user_module_files or mod_name in _sibling_stamps:
+            continue
+        try:
+            path = Path(mod_file).resolve()
+            if path.parent == folder:
+                stat = path.stat()
+                _sibling_stamps[mod_name] = (stat.st_mtime_ns, stat.st_size)
         except (OSError, ValueError):
             continue
 

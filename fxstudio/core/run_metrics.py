@@ -176,6 +176,18 @@ def sample_pair(ref: torch.Tensor, new: torch.Tensor, limit: int = SAMPLE_LIMIT,
     return (a.to("cpu", torch.float64).numpy(), b.to("cpu", torch.float64).numpy())
 
 
+def reseed(seed: int, device: torch.device | str = "cpu") -> None:
+    """Seed the generator random ops on ``device`` draw from (all of torch's for non-CPU devices).
+
+    ``torch.manual_seed`` also queues seeding of every accelerator backend, which costs more than a
+    small model's forward; a CPU run only needs the CPU generator.
+    """
+    if torch.device(device).type == "cpu":
+        torch.default_generator.manual_seed(int(seed))
+    else:
+        torch.manual_seed(int(seed))
+
+
 def synchronize(device: torch.device | str) -> None:
     """Wait for the device's queued work, so a timer measures the work and not its launch."""
     dev = torch.device(device)

@@ -29,6 +29,9 @@ COMMON_MODULES = ("torch.nn.ReLU()", "torch.nn.Dropout(p=0.1)", "torch.nn.Identi
 # Functions a model file defines for the loader (design §2), not for its graph.
 _LOADER_HOOKS = {"example_inputs", "get_model", "build_model"}
 
+# Module classes that are containers or need a first forward to exist: no use as a new call target.
+_NOT_CALLABLE_MODULES = {"Module", "Container", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
+
 # Operator functions that take no tensor operands and would only confuse a picker.
 _SKIPPED_OPERATOR = {"attrgetter", "itemgetter", "methodcaller", "length_hint", "call"}
 
@@ -46,10 +49,20 @@ def _public_functions(namespace: types.ModuleType) -> list[str]:
 
 @functools.lru_cache(maxsize=1)
 def _library_functions() -> tuple[str, ...]:
+    from fxstudio.core.errors import FxStudioError
+    from fxstudio.core.targets import resolve_function
+
     names = [f"torch.{n}" for n in _public_functions(torch)]
     names += [f"torch.nn.functional.{n}" for n in _public_functions(torch.nn.functional)]
     names += [f"operator.{n}" for n in _public_functions(operator) if n not in _SKIPPED_OPERATOR]
-    return tuple(names)
+    kept = []
+    for name in names:  # offer only what the edit engine accepts (torch.save & co. are refused)
+        try:
+            resolve_function(name)
+        except FxStudioError:
+            continue
+        kept.append(name)
+    return tuple(kept)
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,7 +78,10 @@ def _constructor_text(cls: type) -> str:
     try:
         params = inspect.signature(cls.__init__).parameters.values()
     except (TypeError, ValueError):
-        return f"torch.nn.{cls.__name__}()"
+        return f"torch.nn.{cls.__name__}(…)"
+    params = list(params)
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return f"torch.nn.{cls.__name__}(…)"  # e.g. GRU(*args): the arguments are not in the signature
     required = [
         p.name for p in params
         if p.name != "self" and p.default is inspect.Parameter.empty
@@ -79,8 +95,8 @@ def _module_constructors() -> tuple[str, ...]:
     out = []
     for name in sorted(dir(torch.nn)):
         obj = getattr(torch.nn, name, None)
-        if (inspect.isclass(obj) and issubclass(obj, torch.nn.Module) and not name.startswith("_")
-                and obj.__module__.startswith("torch.nn.modules")):
+        if (inspect.isclass(obj) and issubclass(obj, torch.nn.Module) and not name.startswith(("_", "Lazy"))
+                and name not in _NOT_CALLABLE_MODULES and obj.__module__.startswith("torch.nn.modules")):
             out.append(_constructor_text(obj))
     return tuple(out)
 

@@ -33,6 +33,7 @@ from fxstudio.core.errors import EditRefused
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MODEL_FILE_ALIAS = "model_file"
+_MAX_NEW_PARAMETERS = 100_000_000
 _RESERVED_NAMES = frozenset({"self", "torch", "operator", "math", "builtins", "fx_pytree", "pytree", "inf", "nan"})
 _PUBLIC_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft")
 
@@ -97,11 +98,15 @@ def format_callable(fn: Any, user_module: types.ModuleType | None = None) -> str
 
 
 def parse_target(op: str, text: str, gm: torch.nn.Module | None = None,
-                 user_module: types.ModuleType | None = None, known: Any = ()) -> Any:
+                 user_module: types.ModuleType | None = None, known: Any = None) -> Any:
     """Resolve target text for a node of kind ``op``; raises ``EditRefused`` saying why not.
 
-    ``known``: functions the traced graph calls, allowed even outside the usual namespaces.
+    ``known``: functions the traced graph calls, allowed even outside the usual namespaces
+    (default: the ``call_function`` targets of ``gm``'s graph).
     """
+    if known is None:
+        graph = getattr(gm, "graph", None)
+        known = [n.target for n in graph.nodes if n.op == "call_function"] if graph is not None else ()
     if not isinstance(text, str) or not text.strip():
         raise EditRefused("A target must be non-empty text, e.g. torch.relu.")
     text = text.strip()
@@ -226,13 +231,23 @@ def parse_constructor(text: str) -> NewSubmodule:
         raise EditRefused(f"torch.nn has no module class {name!r}.")
     if any(isinstance(a, ast.Starred) for a in tree.args) or any(k.arg is None for k in tree.keywords):
         raise EditRefused(f"{text!r}: '*' and '**' are not allowed in a constructor.")
-    args = [parse_value(ast.unparse(a)) for a in tree.args]
-    kwargs = {k.arg: parse_value(ast.unparse(k.value)) for k in tree.keywords}
     try:
+        args = [parse_value(ast.unparse(a)) for a in tree.args]
+        kwargs = {k.arg: parse_value(ast.unparse(k.value)) for k in tree.keywords}
+    except EditRefused as exc:
+        raise EditRefused(f"{text!r}: constructor arguments must be literal values; {exc.message}") from None
+    call = f"torch.nn.{name}{_call_text(args, kwargs)}"
+    try:
+        with torch.device("meta"):  # size check first: a typo must not allocate gigabytes
+            numel = sum(p.numel() for p in cls(*args, **kwargs).parameters())
+        if numel > _MAX_NEW_PARAMETERS:
+            raise EditRefused(f"{call} would have {numel:,} parameters (more than {_MAX_NEW_PARAMETERS:,}).")
         module = cls(*args, **kwargs)
+    except EditRefused:
+        raise
     except Exception as exc:  # noqa: BLE001 - any constructor failure is the user's argument error
-        raise EditRefused(f"torch.nn.{name}{_call_text(args, kwargs)} failed: {exc}") from None
-    return NewSubmodule(f"torch.nn.{name}{_call_text(args, kwargs)}", module)
+        raise EditRefused(f"{call} failed: {exc}") from None
+    return NewSubmodule(call, module)
 
 
 def _call_text(args: list, kwargs: dict) -> str:

@@ -369,7 +369,7 @@ class RunPane(QWidget):
             if r.first_divergence is not None and n.index == r.first_divergence.index:
                 color = COLORS["first"]
             cells = [_item(str(n.index), align_right=True), _item(n.name, data=n.node_id),
-                     _item(STATUS_TEXT.get(n.status, n.status), color=color),
+                     _item("unchanged" if n.shared else STATUS_TEXT.get(n.status, n.status), color=color),
                      _item(_num(n.max_abs), align_right=True), _item(_num(n.score), align_right=True)]
             for col, item in enumerate(cells):
                 table.setItem(row, col, item)

@@ -29,8 +29,12 @@ COLORS = {
 }
 
 
+def _title(plot: pg.PlotItem, text: str) -> None:
+    plot.setTitle(f"<span style='color:#333;font-size:9pt'>{text}</span>")
+
+
 def _style(plot: pg.PlotItem, title: str, left: str, bottom: str) -> None:
-    plot.setTitle(f"<span style='color:#333;font-size:10pt'>{title}</span>")
+    _title(plot, title)
     for side, text in (("left", left), ("bottom", bottom)):
         axis = plot.getAxis(side)
         axis.setLabel(f"<span style='color:#444'>{text}</span>")
@@ -63,11 +67,15 @@ class RunPlots(pg.GraphicsLayoutWidget):
         super().__init__(parent)
         self.setBackground("w")
         self.ci.layout.setSpacing(6)
-        self.node_plot = self.addPlot(row=0, col=0, colspan=2)
-        self.hist_plot = self.addPlot(row=1, col=0)
-        self.scatter_plot = self.addPlot(row=1, col=1)
-        self.ci.layout.setRowStretchFactor(0, 3)
-        self.ci.layout.setRowStretchFactor(1, 2)
+        self.node_plot = pg.PlotItem()
+        self.hist_plot = pg.PlotItem()
+        self.scatter_plot = pg.PlotItem()
+        self.arrangement: str | None = None
+        self._titles = {"node": ("Per-node error along the graph (click a point to select its node)",
+                                 "Per-node error (click a point)"),
+                        "hist": ("Output absolute errors", "Output |error|"),
+                        "scatter": ("Original vs edited output values", "Original vs edited")}
+        self._arrange("grid")
         _style(self.node_plot, "Per-node error along the graph (click a point to select its node)",
                "error / tolerance", "node (graph order)")
         self.node_plot.setLogMode(x=False, y=True)
@@ -80,6 +88,50 @@ class RunPlots(pg.GraphicsLayoutWidget):
         self._xy_by_id: dict[int, tuple[float, float]] = {}
         self.report: CompareReport | None = None
         self.scatter_output: str | None = None
+
+    def _arrange(self, arrangement: str) -> None:
+        """``"grid"``: the per-node plot above the other two; ``"row"``: all three side by side
+        (a short, wide dock such as the window's bottom area)."""
+        if arrangement == self.arrangement:
+            return
+        for plot in (self.node_plot, self.hist_plot, self.scatter_plot):
+            if plot.scene() is not None:
+                self.ci.removeItem(plot)
+        layout = self.ci.layout
+        for i in range(3):
+            layout.setRowStretchFactor(i, 0)
+            layout.setColumnStretchFactor(i, 0)
+        if arrangement == "grid":
+            self.ci.addItem(self.node_plot, row=0, col=0, colspan=2)
+            self.ci.addItem(self.hist_plot, row=1, col=0)
+            self.ci.addItem(self.scatter_plot, row=1, col=1)
+            layout.setRowStretchFactor(0, 3)
+            layout.setRowStretchFactor(1, 2)
+        else:
+            self.ci.addItem(self.node_plot, row=0, col=0)
+            self.ci.addItem(self.hist_plot, row=0, col=1)
+            self.ci.addItem(self.scatter_plot, row=0, col=2)
+            layout.setColumnStretchFactor(0, 2)
+            layout.setColumnStretchFactor(1, 1)
+            layout.setColumnStretchFactor(2, 1)
+        self.arrangement = arrangement
+        self._apply_titles()
+
+    def _apply_titles(self) -> None:
+        short = self.arrangement == "row"
+        for name, plot in (("node", self.node_plot), ("hist", self.hist_plot), ("scatter", self.scatter_plot)):
+            _title(plot, self._titles[name][1 if short else 0])
+        # Short docks drop the axis titles; the plot titles say what is drawn.
+        for plot in (self.node_plot, self.hist_plot, self.scatter_plot):
+            for side in ("left", "bottom"):
+                plot.getAxis(side).showLabel(not short)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
+        """Lay the plots out in a row when the widget is short and wide, else in a grid."""
+        if getattr(self, "arrangement", None) is not None:  # pyqtgraph calls this during __init__ too
+            w, h = self.width(), self.height()
+            self._arrange("row" if h < 330 and w > 2.2 * h else "grid")
+        super().resizeEvent(event)
 
     # -- drawing ------------------------------------------------------------------------------
 
@@ -177,13 +229,15 @@ class RunPlots(pg.GraphicsLayoutWidget):
             plot.addItem(pg.PlotDataItem(edges, counts, stepMode="center", fillLevel=0,
                                          brush=pg.mkBrush(COLORS["bars"]), pen=pg.mkPen(COLORS["bars"].darker(130))))
             plot.getAxis("bottom").setTicks([_decade_ticks(lo, hi), []])
-        plot.setTitle(f"<span style='color:#333;font-size:10pt'>Output absolute errors "
-                      f"({values.size} values, {exact} exact)</span>")
+        self._titles["hist"] = (f"Output absolute errors ({values.size} values, {exact} exact)",
+                                f"|error| of {values.size} values")
+        self._apply_titles()
 
     def _draw_scatter(self, report: CompareReport, path: str | None) -> None:
         plot = self.scatter_plot
         if path is None or path not in report.samples:
-            plot.setTitle("<span style='color:#333;font-size:10pt'>Original vs edited (no tensor output)</span>")
+            self._titles["scatter"] = ("Original vs edited (no tensor output)", "Original vs edited")
+            self._apply_titles()
             return
         a, b = report.samples[path]
         ok = np.isfinite(a) & np.isfinite(b)
@@ -192,7 +246,8 @@ class RunPlots(pg.GraphicsLayoutWidget):
             lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
             plot.addItem(pg.PlotDataItem([lo, hi], [lo, hi], pen=pg.mkPen(COLORS["tolerance"], style=Qt.PenStyle.DashLine)))
             plot.addItem(pg.ScatterPlotItem(a, b, size=4, pen=pg.mkPen(None), brush=pg.mkBrush(214, 96, 40, 120)))
-        plot.setTitle(f"<span style='color:#333;font-size:10pt'>Original vs edited: {path} ({a.size} values)</span>")
+        self._titles["scatter"] = (f"Original vs edited: {path} ({a.size} values)", f"Original vs edited: {path}")
+        self._apply_titles()
 
     # -- interaction ----------------------------------------------------------------------------
 

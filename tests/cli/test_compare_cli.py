@@ -40,12 +40,14 @@ def test_json_report_of_an_edit_script(tmp_path, examples_dir):
     assert data["trace_outputs"][0]["max_abs"] == 0.0
     assert set(data["timings_ms"]) == {"original", "traced", "edited"}
     assert [n["status"] for n in data["nodes"]] == ["equal", "equal", "diverged", "diverged"]
+    assert [n["shared"] for n in data["nodes"]] == [True, True, False, False]
     assert data["error"] is None and data["all_close"] is False
     assert "nodes matched by stable id" in data["notes"][0]
 
 
 def test_exported_style_py_matches_by_name_and_text_report(add_mul_tripled, examples_dir, capsys):
-    assert main(["compare", str(examples_dir / "add_mul.py"), str(add_mul_tripled), "--repeats", "1"]) == 0
+    assert main(["compare", str(examples_dir / "add_mul.py"), str(add_mul_tripled), "--repeats", "1",
+                 "--compare-all"]) == 0
     out = capsys.readouterr().out
     assert "first divergence: node mul" in out and "nodes matched by name" in out
     assert "tracing changed nothing" in out

@@ -292,3 +292,27 @@ def test_in_place_ops_do_not_corrupt_the_comparison_or_the_inputs():
     assert [n.name for n in ed.graph.nodes][:3] == ["x", "mul", "add"]
     report = compare_models(model, gm, ed, (x,), repeats=1)
     assert {n.status for n in report.nodes} == {"equal"}, [(n.name, n.status) for n in report.nodes]
+
+
+def test_nodes_upstream_of_every_edit_are_shared_and_everything_else_compared(net):
+    model, gm, inputs = net
+    ed = copy.deepcopy(gm)
+    node(ed, "add").update_arg(1, 2)
+    ed.recompile()
+    report = compare_models(model, gm, ed, inputs, repeats=1)
+    shared = [n.name for n in report.nodes if n.shared]
+    assert shared == ["x", "fc", "relu", "sum_1"]  # equal weights; relu and sum read only fc
+    assert {n.name for n in report.nodes if n.status == "diverged"} >= {"add", "mul"}
+    full = compare_models(model, gm, ed, inputs, repeats=1, share_unchanged=False)
+    assert not any(n.shared for n in full.nodes)
+    assert [(n.name, n.status) for n in full.nodes] == [(n.name, n.status) for n in report.nodes]
+
+
+def test_a_submodule_with_other_weights_is_not_shared_and_diverges(net):
+    model, gm, inputs = net
+    ed = copy.deepcopy(gm)
+    with torch.no_grad():
+        ed.fc.bias.add_(0.5)  # same graph, same target path, different state
+    report = compare_models(model, gm, ed, inputs, repeats=1)
+    assert [n.name for n in report.nodes if n.shared] == ["x"]
+    assert report.first_divergence.name == "fc"

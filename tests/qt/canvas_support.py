@@ -65,7 +65,7 @@ def empty_spot(canvas: GraphCanvas) -> QPoint:
         for x in range(20, canvas.viewport().width() - 220, 29):
             p = QPoint(x, y)
             sp = canvas.mapToScene(p)
-            if not [i for i in scene.items(sp) if i.isVisible() and i is not scene.detail] and scene.card_at(sp) is None \
+            if not [i for i in scene.items(sp) if i.isVisible()] and scene.card_at(sp) is None \
                     and scene.edge_end_at(sp) is None:
                 return p
     raise AssertionError("no empty spot in the view")

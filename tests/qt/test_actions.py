@@ -131,3 +131,30 @@ def test_actions_follow_the_selection(actions_for):
     assert not actions.insert_after.isEnabled() and not actions.rename.isEnabled()
     selection.clear()
     assert not any(a.isEnabled() for a in actions.actions() if a is not actions.eliminate_dead_code)
+
+
+def test_actions_follow_document_events(actions_for):
+    doc, _, actions, _ = actions_for("sub_chain.py", "sub")
+    assert actions.replace_uses.isEnabled()
+    doc.apply_edit({"op": "set_arg", "node": "mul", "key": 0, "value": "%add"})  # sub loses its user
+    assert not actions.replace_uses.isEnabled()
+    doc.undo()
+    assert actions.replace_uses.isEnabled()
+
+
+def test_insert_a_new_submodule_after_a_conv(actions_for, qtbot):
+    doc, selection, actions, _ = actions_for("conv_bn_relu.py", "conv1")
+    actions.insert_after.trigger()
+    dialog = actions.dialog
+    dialog.kind.setFocus()
+    QTest.keyClicks(dialog.kind, "call_mod")  # keyboard search in the op-kind box
+    assert dialog.kind.currentText() == "call_module"
+    assert list_items(dialog.targets)[:2] == ["conv1", "bn1"]  # existing submodules first
+    QTest.keyClicks(dialog.search, "Dropout(p")
+    assert dialog.target.text() == "torch.nn.Dropout(p=0.1)"
+    QTest.mouseClick(dialog.ok_button, Qt.LeftButton)
+    new = doc.node(selection.current())
+    assert new.op == "call_module" and isinstance(doc.edited.get_submodule(new.target), torch.nn.Dropout)
+    assert doc.find("bn1").args[0] is new and new.args == (doc.find("conv1"),)
+    doc.undo()
+    assert doc.find(new.name) is None and doc.find("bn1").args[0] is doc.find("conv1")

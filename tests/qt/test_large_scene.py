@@ -36,17 +36,19 @@ def test_a_scene_of_3000_nodes_builds_and_paints_every_item(qtbot):
     assert QColor(st.OP_COLORS["call_function"]).name() in {
         img.pixelColor(x, y).name() for x in range(0, img.width(), 2) for y in range(0, img.height(), 2)}
     # Every card, edge and frame painted in full detail: tens of thousands of None-returning calls.
-    target = QImage(400, 300, QImage.Format.Format_ARGB32_Premultiplied)
+    # (Each is painted in its own place, mostly outside the small target, so the raster engine
+    # culls the pixels and the calls are what is tested.)
+    target = QImage(300, 300, QImage.Format.Format_ARGB32_Premultiplied)
     target.fill(0)
     painter = QPainter(target)
     option = QStyleOptionGraphicsItem()
     items = list(scene.cards.values()) + list(scene.edges.values()) + list(scene.frames.values())
     for item in items:
         painter.resetTransform()
-        painter.translate(-item.boundingRect().topLeft())
+        painter.translate(item.pos())
         item.paint(painter, option, None)
     painter.end()
-    assert len(items) > 6000
+    assert len(items) > 6000 and not target.isNull()
     # And through the view at a readable zoom, cycling search hits.
     hits = canvas.search("softmax")
     assert hits == sum(1 for n in gm.graph.nodes if "softmax" in n.name) > 10

@@ -194,3 +194,13 @@ def test_panel_follows_undo_and_erased_nodes(panel_for):
     assert panel.fields[1].currentText() == "2"
     selection.set([10_000])
     assert panel.fields == {} and panel.name_field is None
+
+
+def test_hidden_panel_catches_up_when_shown(panel_for):
+    doc, selection, panel = panel_for("add_mul.py", "add")
+    panel.hide()
+    select(selection, doc, "mul")
+    doc.apply_edit({"op": "set_arg", "node": "mul", "key": 1, "value": "7"})
+    assert panel.name_field.text() == "add"  # not redrawn while hidden
+    panel.show()
+    assert panel.name_field.text() == "mul" and panel.fields[1].currentText() == "7"

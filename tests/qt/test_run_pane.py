@@ -48,7 +48,8 @@ def test_run_after_an_edit_fills_summary_tables_and_plots(qtbot, pane):
     assert "First divergence: mul" in pane.status.text() and "tracing changed nothing" in pane.status.text()
     assert pane.metrics.rowCount() == 1 and cell(pane.metrics, 0, 0) == "out" and cell(pane.metrics, 0, 1) == "2×3"
     assert cell(pane.metrics, 0, 5) == "NO" and float(cell(pane.metrics, 0, 3)) == pytest.approx(4.0)
-    assert [cell(pane.nodes_table, r, 2) for r in range(4)] == ["equal", "equal", "DIVERGED", "DIVERGED"]
+    # x and add lie upstream of the edit: computed once, "unchanged"; mul is where it starts.
+    assert [cell(pane.nodes_table, r, 2) for r in range(4)] == ["unchanged", "unchanged", "DIVERGED", "DIVERGED"]
     assert len(pane.plots._xy_by_id) == 4 and "out" in report.samples
     assert not pane.running and pane.run_button.isEnabled() and not pane.cancel_button.isEnabled()
     # The Changes tab lists the edited node; clicking it selects it.

@@ -48,7 +48,8 @@ class SetArgs(Primitive):
         node = state.by_id[self.node_id]
         node.args = state.decode(args)
         node.kwargs = state.decode(kwargs)
-        changes.change(self.node_id, *_ref_ids(before), *_ref_ids((args, kwargs)))
+        changes.compute(self.node_id)
+        changes.change(*_ref_ids(before), *_ref_ids((args, kwargs)))
 
     def apply(self, state: EditState, changes: Changes) -> None:
         self._set(state, changes, self.new_args, self.new_kwargs, (self.old_args, self.old_kwargs))
@@ -135,11 +136,11 @@ class SetTarget(Primitive):
 
     def apply(self, state: EditState, changes: Changes) -> None:
         state.by_id[self.node_id].target = self.new
-        changes.change(self.node_id)
+        changes.compute(self.node_id)
 
     def revert(self, state: EditState, changes: Changes) -> None:
         state.by_id[self.node_id].target = self.old
-        changes.change(self.node_id)
+        changes.compute(self.node_id)
 
 
 @dataclass

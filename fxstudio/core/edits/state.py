@@ -31,6 +31,7 @@ class Changes:
     added: set[int] = field(default_factory=set)
     removed: set[int] = field(default_factory=set)
     changed: set[int] = field(default_factory=set)
+    recompute: set[int] = field(default_factory=set)  # nodes whose value may differ (args/target changed, added)
 
     def add(self, node_id: int) -> None:
         """Record a node coming into the graph."""
@@ -39,6 +40,7 @@ class Changes:
             self.changed.add(node_id)
         else:
             self.added.add(node_id)
+        self.recompute.add(node_id)
 
     def remove(self, node_id: int) -> None:
         """Record a node leaving the graph."""
@@ -47,10 +49,17 @@ class Changes:
         else:
             self.removed.add(node_id)
         self.changed.discard(node_id)
+        self.recompute.discard(node_id)
 
     def change(self, *node_ids: int) -> None:
         """Record nodes whose args, target, name, position or users changed."""
         self.changed.update(i for i in node_ids if i not in self.added and i not in self.removed)
+
+    def compute(self, node_id: int) -> None:
+        """Record a node whose value may have changed (its args or target did)."""
+        self.change(node_id)
+        if node_id not in self.removed:
+            self.recompute.add(node_id)
 
 
 class EditState:

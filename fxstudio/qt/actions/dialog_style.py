@@ -10,6 +10,13 @@ QLabel#fxsDialogHint { color: #78909c; font-size: 11px; }
 QDialog#fxsDialog QLineEdit, QDialog#fxsDialog QComboBox {
     background: white; border: 1px solid #cfd8dc; border-radius: 3px; padding: 3px 5px; min-height: 18px;
 }
+QDialog#fxsDialog QComboBox::drop-down {
+    subcontrol-origin: padding; subcontrol-position: center right; width: 18px;
+    border: none; border-left: 1px solid #e3e7ea;
+}
+QDialog#fxsDialog QComboBox::down-arrow {
+    image: url(:/qt-project.org/styles/commonstyle/images/arrow-down-16.png); width: 9px; height: 9px;
+}
 QDialog#fxsDialog QLineEdit:focus { border: 1px solid #1e88e5; }
 QDialog#fxsDialog QLineEdit[fxsState="invalid"] { border: 1px solid #e53935; background: #fff5f5; }
 QDialog#fxsDialog QListWidget {

@@ -57,6 +57,8 @@ class StructureActions(QObject):
         self.selection = selection
         self.parent_widget = parent_widget
         self.dialog: QDialog | None = None
+        self._watched = None
+        self._unwatch = None
 
         def make(text: str, tip: str, slot, shortcut=None) -> QAction:
             action = QAction(text, parent_widget or self)
@@ -88,8 +90,10 @@ class StructureActions(QObject):
                 self.rename, self.eliminate_dead_code]
 
     def update_enabled(self) -> None:
-        """Enable what makes sense for the current document and selection."""
+        """Enable what makes sense for the current document and selection (also run after every
+        event of the document the provider returns, once it has been seen)."""
         doc = self._doc_provider()
+        self._watch(doc)
         node = self._node()
         editable = node is not None and node.op not in _FIXED
         self.insert_before.setEnabled(node is not None and node.op != "placeholder")
@@ -101,6 +105,14 @@ class StructureActions(QObject):
         self.eliminate_dead_code.setEnabled(doc is not None)
 
     # ------------------------------------------------------------------ helpers
+
+    def _watch(self, doc) -> None:
+        if doc is self._watched:
+            return
+        if self._unwatch is not None:
+            self._unwatch()
+        self._watched = doc
+        self._unwatch = doc.subscribe(lambda _event: self.update_enabled()) if doc is not None else None
 
     def _node(self):
         doc = self._doc_provider()

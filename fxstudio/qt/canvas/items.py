@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPolygonF
+from PySide6.QtGui import QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPolygonF, QStaticText
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from fxstudio.core.layout_types import EdgeRoute, GroupBox, NodeBox
@@ -48,6 +48,55 @@ def _lod(painter: QPainter) -> float:
     return QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
 
 
+_PAD = 7.0
+_METRICS: dict[str, QFontMetricsF] = {}
+
+
+def _metrics(role: str) -> QFontMetricsF:
+    if role not in _METRICS:
+        _METRICS[role] = QFontMetricsF(st.font(role))
+    return _METRICS[role]
+
+
+def _static(text: str, role: str, width: float | None = None) -> QStaticText:
+    """A laid-out text (drawn many times without re-shaping), elided to ``width`` when given."""
+    if width is not None and len(text) * _metrics(role).maxWidth() > width:   # else it fits for sure
+        text = _metrics(role).elidedText(text, Qt.TextElideMode.ElideRight, width)
+    t = QStaticText(text)
+    t.setTextFormat(Qt.TextFormat.PlainText)
+    return t
+
+
+class _Face:
+    """Everything a card paints that depends only on its content and size, computed once."""
+
+    def __init__(self, info: CardInfo, w: float, h: float):
+        hh = min(st.HEADER_H, h)
+        header = QPainterPath()
+        header.addRoundedRect(QRectF(0, 0, w, hh + st.CORNER_R), st.CORNER_R, st.CORNER_R)
+        clip = QPainterPath()
+        clip.addRect(QRectF(0, 0, w, hh))
+        self.header = header.intersected(clip)
+        inner = w - 2 * _PAD
+        fm = _metrics("title")
+        self.title = _static(info.name, "title", inner)
+        self.title_pos = QPointF(_PAD, (hh - fm.height()) / 2)
+        lines = [(t, c) for t, c in ((info.target, st.TEXT_DARK), (info.shape, st.TEXT_MUTED)) if t]
+        self.lines = []
+        body_h = h - hh
+        if lines and body_h > 8:
+            line_h = body_h / len(lines)
+            bh = _metrics("body").height()
+            for i, (text, colour) in enumerate(lines):
+                self.lines.append((_static(text, "body", inner), QPointF(_PAD, hh + i * line_h + (line_h - bh) / 2),
+                                   st.pen(colour)))
+        n = len(info.ports)
+        self.ports = [QPointF(w * (i + 1) / (n + 1), 0.0) for i in range(n)]
+        sh = _metrics("small").height()
+        self.port_labels = [(_static(p.label, "small"), QPointF(x.x() + st.PORT_R + 2, -3.0 - sh + 2))
+                            for p, x in zip(info.ports, self.ports)]
+
+
 class NodeCard(QGraphicsItem):
     """A node's card: a header in its op colour with the name, the target and output shape below,
     and one input port per node-valued input on the top edge."""
@@ -58,19 +107,18 @@ class NodeCard(QGraphicsItem):
         self.selected = False
         self.match = 0            # 0: no search match, 1: a match, 2: the current match
         self.drag_state = ""      # rewire feedback: "", "legal", "hover", "cycle"
-        self._elided: dict[str, str] = {}
-        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, False)
+        self._face: _Face | None = None
+        self._rect = QRectF()
         self.setZValue(2)
         self.set_box(box)
 
     # -- geometry -----------------------------------------------------------------------------
     def set_box(self, box: NodeBox) -> None:
         """Move/resize the card to ``box`` (scene coordinates)."""
-        size_changed = not hasattr(self, "_rect") or (self._rect.width(), self._rect.height()) != (box.w, box.h)
-        if size_changed:
+        if (self._rect.width(), self._rect.height()) != (box.w, box.h):
             self.prepareGeometryChange()
             self._rect = QRectF(0, 0, box.w, box.h)
-            self._elided.clear()
+            self._face = None
         self.setPos(box.x, box.y)
 
     def size(self) -> tuple[float, float]:
@@ -80,7 +128,7 @@ class NodeCard(QGraphicsItem):
     def set_info(self, info: CardInfo) -> None:
         """Show new node content (after an edit changed its target, arguments or name)."""
         self.info = info
-        self._elided.clear()
+        self._face = None
         self.update()
 
     def boundingRect(self) -> QRectF:  # noqa: N802 (Qt override)
@@ -90,8 +138,7 @@ class NodeCard(QGraphicsItem):
     def port_pos(self, index: int) -> QPointF:
         """Scene position of input port ``index`` (ports are spread evenly along the top edge)."""
         n = len(self.info.ports)
-        w = self._rect.width()
-        return self.scenePos() + QPointF(w * (index + 1) / (n + 1), 0.0)
+        return QPointF(self.x() + self._rect.width() * (index + 1) / (n + 1), self.y())
 
     def port_pos_for(self, src: str, key: int | str) -> QPointF | None:
         """Scene position of the port fed by ``src`` at ``key``, or None."""
@@ -111,52 +158,46 @@ class NodeCard(QGraphicsItem):
         return best
 
     # -- painting -----------------------------------------------------------------------------
-    def _elide(self, role: str, text: str, width: float) -> str:
-        key = role + "\0" + text
-        if key not in self._elided:
-            self._elided[key] = QFontMetricsF(st.font(role)).elidedText(text, Qt.TextElideMode.ElideRight, width)
-        return self._elided[key]
-
     def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
         r = self._rect
         head = st.op_color(self.info.op)
         lod = _lod(painter)
         if lod < st.LOD_PLAIN:
-            painter.fillRect(r, st.color(self._plain_color()) if self._plain_color() else head)
+            plain = self._plain_color()
+            painter.fillRect(r, st.color(plain) if plain else head)
             return
+        face = self._face
+        if face is None:
+            face = self._face = _Face(self.info, r.width(), r.height())
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        self._paint_highlight(painter, r)
-        # Body and header band.
+        if self.match:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(st.brush(st.CURRENT_MATCH if self.match == 2 else st.MATCH))
+            painter.drawRoundedRect(r.adjusted(-4, -4, 4, 4), st.CORNER_R + 3, st.CORNER_R + 3)
         painter.setPen(st.pen(st.CARD_BORDER, 1.0))
         painter.setBrush(st.brush(st.CARD_BODY))
         painter.drawRoundedRect(r, st.CORNER_R, st.CORNER_R)
-        hh = min(st.HEADER_H, r.height())
-        header = QPainterPath()
-        header.addRoundedRect(QRectF(r.x(), r.y(), r.width(), hh + st.CORNER_R), st.CORNER_R, st.CORNER_R)
-        clip = QPainterPath()
-        clip.addRect(QRectF(r.x(), r.y(), r.width(), hh))
-        painter.fillPath(header.intersected(clip), head)
+        painter.fillPath(face.header, head)
         if self.drag_state == "cycle":
             painter.fillRect(r, st.color("#40d13c3c"))
-        pad = 7.0
         painter.setPen(st.pen("#ffffff"))
-        painter.setFont(st.font("title"))
-        painter.drawText(QRectF(r.x() + pad, r.y(), r.width() - 2 * pad, hh),
-                         Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                         self._elide("title", self.info.name, r.width() - 2 * pad))
+        painter.setFont(st.font("title"))   # a QStaticText is drawn in the painter's font
+        painter.drawStaticText(face.title_pos, face.title)
         if lod >= st.LOD_LABELS:
-            body_h = r.height() - hh
             painter.setFont(st.font("body"))
-            lines = [(self.info.target, st.TEXT_DARK), (self.info.shape, st.TEXT_MUTED)]
-            lines = [(t, c) for t, c in lines if t]
-            if lines and body_h > 8:
-                line_h = body_h / len(lines)
-                for i, (text, colour) in enumerate(lines):
-                    painter.setPen(st.pen(colour))
-                    painter.drawText(QRectF(r.x() + pad, r.y() + hh + i * line_h, r.width() - 2 * pad, line_h),
-                                     Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                                     self._elide("body", text, r.width() - 2 * pad))
-            self._paint_ports(painter, lod)
+            for text, pos, pen in face.lines:
+                painter.setPen(pen)
+                painter.drawStaticText(pos, text)
+            if face.ports:
+                painter.setPen(st.pen(st.PORT_BORDER, 1.2))
+                painter.setBrush(st.brush(st.PORT_FILL))
+                for pos in face.ports:
+                    painter.drawEllipse(pos, st.PORT_R, st.PORT_R)
+                if lod >= st.LOD_DETAIL:
+                    painter.setPen(st.pen(st.TEXT_MUTED))
+                    painter.setFont(st.font("small"))
+                    for text, pos in face.port_labels:
+                        painter.drawStaticText(pos, text)
         self._paint_outline(painter, r)
 
     def _plain_color(self) -> str:
@@ -168,12 +209,6 @@ class NodeCard(QGraphicsItem):
             return st.CURRENT_MATCH if self.match == 2 else st.MATCH
         return ""
 
-    def _paint_highlight(self, painter: QPainter, r: QRectF) -> None:
-        if self.match:
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(st.brush(st.CURRENT_MATCH if self.match == 2 else st.MATCH))
-            painter.drawRoundedRect(r.adjusted(-4, -4, 4, 4), st.CORNER_R + 3, st.CORNER_R + 3)
-
     def _paint_outline(self, painter: QPainter, r: QRectF) -> None:
         colour = {"legal": st.LEGAL_SOURCE, "hover": st.LEGAL_SOURCE, "cycle": st.CYCLE}.get(self.drag_state)
         width = 3.0 if self.drag_state in ("hover", "cycle") else 1.6
@@ -184,22 +219,6 @@ class NodeCard(QGraphicsItem):
         painter.setPen(st.pen(colour, width))
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawRoundedRect(r.adjusted(-1, -1, 1, 1), st.CORNER_R + 1, st.CORNER_R + 1)
-
-    def _paint_ports(self, painter: QPainter, lod: float) -> None:
-        painter.setPen(st.pen(st.PORT_BORDER, 1.2))
-        painter.setBrush(st.brush(st.PORT_FILL))
-        n = len(self.info.ports)
-        w = self._rect.width()
-        show_labels = lod >= st.LOD_DETAIL and n > 0
-        for i, port in enumerate(self.info.ports):
-            x = w * (i + 1) / (n + 1)
-            painter.drawEllipse(QPointF(x, 0.0), st.PORT_R, st.PORT_R)
-        if show_labels:
-            painter.setFont(st.font("small"))
-            painter.setPen(st.pen(st.TEXT_MUTED))
-            for i, port in enumerate(self.info.ports):
-                x = w * (i + 1) / (n + 1)
-                painter.drawText(QPointF(x + st.PORT_R + 2, -3.0), port.label)
 
 
 class EdgeItem(QGraphicsItem):
@@ -255,21 +274,14 @@ class EdgeItem(QGraphicsItem):
 
     def _rounded(self) -> QPainterPath:
         if self._path is None:
-            self._path = _rounded_path(self.polygon())
+            self._prepare()
         return self._path
 
-    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
-        lod = _lod(painter)
+    def _prepare(self) -> None:
         poly = self.polygon()
-        if lod < st.LOD_PLAIN:
-            painter.setPen(st.pen(st.EDGE_COLOR, 0.0, True))
-            painter.drawPolyline(poly)
-            return
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
-        painter.setPen(st.pen(st.EDGE_COLOR, 1.2))
-        painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.drawPath(self._rounded())
+        self._path = _rounded_path(poly)
         n = poly.size()
+        self._head = None
         if n >= 2:
             tip, prev = poly[n - 1], poly[n - 2]
             d = tip - prev
@@ -277,17 +289,32 @@ class EdgeItem(QGraphicsItem):
             ux, uy = d.x() / length, d.y() / length
             a = st.ARROW
             base = QPointF(tip.x() - ux * a * 1.4, tip.y() - uy * a * 1.4)
-            head = QPolygonF([tip, QPointF(base.x() - uy * a * 0.6, base.y() + ux * a * 0.6),
-                              QPointF(base.x() + uy * a * 0.6, base.y() - ux * a * 0.6)])
+            self._head = QPolygonF([tip, QPointF(base.x() - uy * a * 0.6, base.y() + ux * a * 0.6),
+                                    QPointF(base.x() + uy * a * 0.6, base.y() - ux * a * 0.6)])
+        if self.label:
+            self._label_text = _static(self.label, "small")
+            self._label_pos = _label_anchor(poly) + QPointF(5, -_metrics("small").height() / 2)
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+        lod = _lod(painter)
+        if lod < st.LOD_PLAIN:
+            painter.setPen(st.pen(st.EDGE_COLOR, 0.0, True))
+            painter.drawPolyline(self.polygon())
+            return
+        if self._path is None:
+            self._prepare()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+        painter.setPen(st.pen(st.EDGE_COLOR, 1.2))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.drawPath(self._path)
+        if self._head is not None:
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(st.brush(st.EDGE_COLOR))
-            painter.drawPolygon(head)
+            painter.drawPolygon(self._head)
         if self.label and lod >= st.LOD_DETAIL:
-            if self._label_pos is None:
-                self._label_pos = _label_anchor(poly)
-            painter.setFont(st.font("small"))
             painter.setPen(st.pen(st.EDGE_LABEL))
-            painter.drawText(self._label_pos + QPointF(5, 3), self.label)
+            painter.setFont(st.font("small"))
+            painter.drawStaticText(self._label_pos, self._label_text)
 
 
 def _rounded_path(poly: QPolygonF, radius: float = 10.0) -> QPainterPath:

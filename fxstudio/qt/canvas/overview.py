@@ -1,7 +1,7 @@
 """The zoomed-out drawing of a whole graph: one item instead of thousands.
 
 Below ``style.LOD_PLAIN`` a card would be a plain box without text anyway, so the scene hides
-its detail layer (cards, edges, frames) and this one item draws every box (one ``drawRects``
+its detailed items (cards, edges, frames) and this one item draws every box (one ``drawRects``
 per op colour) and every edge (one prebuilt ``QPainterPath``). Selected and matching
 nodes are drawn over it with a minimum on-screen size, so search hits stay visible as dots.
 """

@@ -97,27 +97,13 @@ def card_info(node: torch.fx.Node, node_id: int, gm: torch.nn.Module | None = No
     return CardInfo(node.name, node_id, node.op, target_text(node, gm), shape_of(node), input_ports(node))
 
 
-class _Layer(QGraphicsItem):
-    """An invisible parent of every detailed item, so the whole detail level hides in one call."""
-
-    def __init__(self):
-        super().__init__()
-        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemHasNoContents, True)
-
-    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt override)
-        """Nothing of its own."""
-        return QRectF()
-
-    def paint(self, painter, option, widget=None) -> None:  # noqa: D102 (Qt override)
-        pass
-
-
 class CanvasScene(QGraphicsScene):
     """The items of one graph's layout; ``show_graph`` builds or updates them from a new layout.
 
-    Two levels: the detail layer (cards, edges, frames, each painting itself) and the overview
-    (one recorded picture of everything) for views zoomed out below ``style.LOD_PLAIN``; the view
-    calls ``set_overview`` when its zoom crosses that line."""
+    Two levels: the detailed items (cards, edges, frames, each painting itself) and the overview
+    (one item drawing everything in a few calls) for views zoomed out below ``style.LOD_PLAIN``;
+    the view calls ``set_overview`` when its zoom crosses that line. Detailed items stay top-level
+    so the BSP index hands the view only those in sight."""
 
     layout_changed = Signal()
 
@@ -133,24 +119,28 @@ class CanvasScene(QGraphicsScene):
         self.group_cards: dict[str, GroupCard] = {}
         self.by_id: dict[int, NodeCard] = {}
         self.bounds = (0.0, 0.0, 0.0, 0.0)   # of the current layout
-        self.detail = _Layer()
-        self.addItem(self.detail)
+        self._overview_on = False
         self.overview = OverviewItem()
         self.overview.setVisible(False)
         self.addItem(self.overview)
 
     def set_overview(self, on: bool) -> None:
         """Show the recorded overview instead of the detailed items (or the reverse)."""
-        if self.overview.isVisible() != on:
+        if self._overview_on != on:
+            self._overview_on = on
             self.overview.setVisible(on)
-            self.detail.setVisible(not on)
+            for d in (self.cards, self.edges, self.frames, self.group_cards):
+                for item in d.values():
+                    item.setVisible(not on)
 
     def in_overview(self) -> bool:
         """True while the overview replaces the detailed items."""
-        return self.overview.isVisible()
+        return self._overview_on
 
     def _add(self, item: QGraphicsItem) -> None:
-        item.setParentItem(self.detail)
+        if self._overview_on:
+            item.setVisible(False)
+        self.addItem(item)
 
     # -- building -----------------------------------------------------------------------------
     def show_graph(self, gm: torch.fx.GraphModule, layout: Layout, id_of: Callable[[torch.fx.Node], int],

@@ -14,7 +14,7 @@ from typing import Any
 from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QWidget
 
-from fxstudio.qt.properties.style import key_label, small_button
+from fxstudio.qt.properties.style import KEY_WIDTH, key_label, small_button
 
 Validator = Callable[[str], "str | None"]
 """Returns the parser's message for invalid text, None when the text parses."""
@@ -210,7 +210,7 @@ class AddKeywordRow(QWidget):
         layout.setSpacing(4)
         self.name = QLineEdit()
         self.name.setPlaceholderText("keyword")
-        self.name.setMaximumWidth(110)
+        self.name.setFixedWidth(KEY_WIDTH)
         if keywords:
             from PySide6.QtWidgets import QCompleter
 

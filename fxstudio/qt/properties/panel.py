@@ -41,6 +41,11 @@ class PropertiesPanel(QWidget):
     Built as ``PropertiesPanel(selection)``; the window calls ``set_document(doc)``. Signals:
     ``edit_refused(str)`` with a refused edit's reason, ``navigate(int)`` with the id of a node
     whose link the user clicked (the panel also selects it).
+
+    The widgets of the node on display, for tests and the window: ``name_field``,
+    ``target_field``, ``fields`` (``ValueField`` by key: ``0, 1, …`` positional, ``"max"`` keyword,
+    ``("default", "alpha")`` an unused default), ``remove_buttons`` (by keyword), ``add_keyword``
+    (its ``name``/``value``/``add_button``), ``links`` (``"users:add"``, ``"inputs:x"``).
     """
 
     edit_refused = Signal(str)
@@ -57,6 +62,7 @@ class PropertiesPanel(QWidget):
         self.node_id: int | None = None
         self.fields: dict[Any, Any] = {}
         self.links: dict[str, NodeLink] = {}
+        self.remove_buttons: dict[str, Any] = {}
         self.name_field: QLineEdit | None = None
         self.target_field: TargetEditor | None = None
         self.add_keyword: AddKeywordRow | None = None
@@ -67,7 +73,8 @@ class PropertiesPanel(QWidget):
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QScrollArea.NoFrame)
         outer.addWidget(self.scroll)
-        selection.changed.connect(lambda _ids: self.refresh())
+        self._stale = False
+        selection.changed.connect(lambda _ids: self.request_refresh())
         self.refresh()
 
     # ------------------------------------------------------------------ document and selection
@@ -79,7 +86,7 @@ class PropertiesPanel(QWidget):
             self._unsubscribe = None
         self.doc = doc
         if doc is not None:
-            self._unsubscribe = doc.subscribe(lambda _event: self.refresh())
+            self._unsubscribe = doc.subscribe(lambda _event: self.request_refresh())
         self.refresh()
 
     def current_node(self) -> torch.fx.Node | None:
@@ -88,12 +95,27 @@ class PropertiesPanel(QWidget):
             return None
         return self.doc.node(self.node_id)
 
+    def request_refresh(self) -> None:
+        """Redraw now when visible; when hidden (a tab behind another dock), when next shown."""
+        if self.isVisible():
+            self.refresh()
+        else:
+            self._stale = True
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        """Catch up with edits and selections made while hidden."""
+        if self._stale:
+            self.refresh()
+        super().showEvent(event)
+
     def refresh(self) -> None:
         """Redraw from the current selection and document."""
+        self._stale = False
         self.node_id = self.selection.current()
         node = self.current_node()
         self.fields = {}
         self.links = {}
+        self.remove_buttons = {}
         self.name_field = self.target_field = self.add_keyword = None
         content = QWidget()
         content.setObjectName("fxsProperties")
@@ -215,7 +237,12 @@ class PropertiesPanel(QWidget):
         rows = ArgumentRows(self._apply, validate, candidates, self.edit_refused.emit)
         for i, value in enumerate(node.args):
             name = view.positional_names[i] if i < len(view.positional_names) else None
-            label = "returns" if node.op == "output" else name or f"arg {i}"
+            if node.op == "output":
+                label = "returns"
+            elif node.op == "call_method" and i == 0:
+                label = name or "self"
+            else:
+                label = name or f"arg {i}"
             field = rows.add_row(label, i, format_value(value), node=node.name, tooltip=f"args[{i}]")
             self.fields[i] = field
         for key, value in node.kwargs.items():

@@ -81,6 +81,8 @@ def parameter_view(node: torch.fx.Node, root: torch.nn.Module | None) -> ParamVi
     ``metadata.normalized_arguments`` (which tells overloads apart by the propagated types) decides
     names and defaults where it can; otherwise only what every fitting overload agrees on is shown.
     """
+    if node.op not in ("call_function", "call_method", "call_module"):
+        return ParamView(positional_names=[None] * len(node.args))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's schema parser warns about List[~t] parameters
         view = _signature_view(node, root)

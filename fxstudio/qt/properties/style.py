@@ -40,6 +40,13 @@ QLabel#fxsShape { color: #37474f; font-family: "DejaVu Sans Mono", monospace; fo
     background: white; border: 1px solid #cfd8dc; border-radius: 3px; padding: 2px 4px;
     font-family: "DejaVu Sans Mono", monospace; font-size: 12px; min-height: 18px;
 }
+#fxsProperties QComboBox::drop-down {
+    subcontrol-origin: padding; subcontrol-position: center right; width: 18px;
+    border: none; border-left: 1px solid #e3e7ea;
+}
+#fxsProperties QComboBox::down-arrow {
+    image: url(:/qt-project.org/styles/commonstyle/images/arrow-down-16.png); width: 9px; height: 9px;
+}
 #fxsProperties QLineEdit#fxsNameField {
     font-family: sans-serif; font-size: 14px; font-weight: 600; border: 1px solid transparent;
     background: transparent;

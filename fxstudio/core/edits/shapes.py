@@ -1,0 +1,167 @@
+"""Keep shape metadata true after an edit: recompute ``tensor_meta``/``fxs_shape``/``fxs_dtype`` of
+the nodes an edit touched, under ``FakeTensorMode`` (no real activations), and of their users
+while the result keeps changing. A node whose shape cannot be computed loses its shape keys (so no
+stale shape is shown); when the cause is a real error (a shape mismatch after a rewire) it is kept
+in ``node.meta["fxs_shape_error"]``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import warnings
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
+
+from fxstudio.core.metadata import dtype_name
+
+_UNKNOWN = object()
+_MAX_DEPTH = 64  # how far up to evaluate inputs that recorded no metadata (x.shape[0] chains)
+_META_KEYS = ("tensor_meta", "fxs_shape", "fxs_dtype", "fxs_shape_error")
+
+
+class ShapeRefresher:
+    """Recomputes shapes of one edited module incrementally; made once per document."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        self.gm = gm
+        self._mode = None
+        self.enabled = any("tensor_meta" in n.meta for n in gm.graph.nodes if n.op == "placeholder")
+
+    @property
+    def mode(self):
+        """The fake mode (created on first use: it costs an import)."""
+        if self._mode is None:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            self._mode = FakeTensorMode(allow_non_fake_inputs=True)
+        return self._mode
+
+    def refresh(self, nodes: list[torch.fx.Node]) -> set[torch.fx.Node]:
+        """Recompute ``nodes`` and, transitively, users whose inputs changed; returns the nodes
+        whose shape metadata changed."""
+        if not self.enabled or not nodes:
+            return set()
+        heap = list({n for n in nodes if not n._erased})
+        heapq.heapify(heap)
+        queued = set(heap)
+        values: dict[torch.fx.Node, Any] = {}
+        changed: set[torch.fx.Node] = set()
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            while heap:
+                node = heapq.heappop(heap)
+                if node.op == "placeholder":
+                    continue
+                value, error = self._evaluate(node, values)
+                values[node] = value
+                if self._write(node, value, error):
+                    changed.add(node)
+                    for user in node.users:
+                        if user not in queued:
+                            queued.add(user)
+                            heapq.heappush(heap, user)
+        return changed
+
+    def _value_of(self, node: torch.fx.Node, values: dict, depth: int) -> Any:
+        """A fake value for an input: from its recorded metadata, or evaluated (non-tensor nodes such
+        as ``x.shape[0]`` record no metadata)."""
+        if node in values:
+            return values[node]
+        meta = node.meta.get("tensor_meta")
+        if meta is not None:
+            value = self._fake_from_meta(meta)
+        elif node.op == "placeholder" or depth > _MAX_DEPTH:
+            value = _UNKNOWN
+        else:
+            value, _ = self._evaluate(node, values, depth + 1)
+        values[node] = value
+        return value
+
+    def _fake_from_meta(self, meta: Any) -> Any:
+        if isinstance(meta, TensorMetadata):
+            with self.mode:
+                return torch.empty_strided(tuple(meta.shape), tuple(meta.stride), dtype=meta.dtype)
+        if isinstance(meta, (list, tuple)):
+            return type(meta)(self._fake_from_meta(m) for m in meta) if isinstance(meta, list) \
+                else tuple(self._fake_from_meta(m) for m in meta)
+        return _UNKNOWN
+
+    def _evaluate(self, node: torch.fx.Node, values: dict, depth: int = 0) -> tuple[Any, str | None]:
+        unknown = []
+
+        def fetch(n: torch.fx.Node) -> Any:
+            v = self._value_of(n, values, depth)
+            if v is _UNKNOWN or (isinstance(v, (list, tuple)) and any(x is _UNKNOWN for x in v)):
+                unknown.append(n)
+            return v
+
+        args = torch.fx.node.map_arg(node.args, fetch)
+        kwargs = torch.fx.node.map_arg(node.kwargs, fetch)
+        if unknown:
+            return _UNKNOWN, None
+        try:
+            with self.mode:
+                if node.op == "output":
+                    return args[0], None
+                if node.op == "get_attr":
+                    obj = self.gm
+                    for part in str(node.target).split("."):
+                        obj = getattr(obj, part)
+                    return (self.mode.from_tensor(obj) if isinstance(obj, torch.Tensor) else obj), None
+                if node.op == "call_function":
+                    return node.target(*args, **kwargs), None
+                if node.op == "call_method":
+                    return getattr(args[0], node.target)(*args[1:], **kwargs), None
+                if node.op == "call_module":
+                    return self.gm.get_submodule(node.target)(*args, **kwargs), None
+        except (RuntimeError, ValueError, TypeError, IndexError, AttributeError, KeyError, AssertionError) as exc:
+            if _is_fake_limitation(exc):
+                return _UNKNOWN, None
+            return _UNKNOWN, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+        except Exception:  # noqa: BLE001 - anything else: shape unknown, not an error of the edit
+            return _UNKNOWN, None
+        return _UNKNOWN, None
+
+    def _write(self, node: torch.fx.Node, value: Any, error: str | None) -> bool:
+        """Store the metadata for ``value``; True when it differs from what was there."""
+        before = tuple(node.meta.get(k) for k in _META_KEYS[1:])
+        meta = _tensor_meta(value)
+        if meta is None:
+            for key in _META_KEYS:
+                node.meta.pop(key, None)
+            if error:
+                node.meta["fxs_shape_error"] = error
+        else:
+            node.meta["tensor_meta"] = meta
+            node.meta.pop("fxs_shape_error", None)
+            if isinstance(meta, TensorMetadata):
+                node.meta["fxs_shape"] = tuple(int(s) for s in meta.shape)
+                node.meta["fxs_dtype"] = dtype_name(meta.dtype)
+            else:
+                node.meta["fxs_shape"] = [tuple(int(s) for s in m.shape) if m is not None else None for m in meta]
+                node.meta["fxs_dtype"] = [dtype_name(m.dtype) if m is not None else None for m in meta]
+        after = tuple(node.meta.get(k) for k in _META_KEYS[1:])
+        # non-tensor results (sizes, tuples of ints) are not recorded: always let users recompute
+        return before != after or (meta is None and value is not _UNKNOWN)
+
+
+def _tensor_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        try:
+            return _extract_tensor_metadata(value)
+        except Exception:  # noqa: BLE001 - symbolic sizes
+            return None
+    if isinstance(value, (list, tuple)) and value and any(isinstance(v, torch.Tensor) for v in value):
+        metas = [_tensor_meta(v) if isinstance(v, torch.Tensor) else None for v in value]
+        return metas if isinstance(value, list) else tuple(metas)
+    return None
+
+
+def _is_fake_limitation(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    return any(word in name for word in ("Unsupported", "DataDependent", "DynamicOutputShape")) or \
+        "FakeTensor" in str(exc)[:300]
+
