@@ -2,8 +2,11 @@
 
 ``python -m bench.bench_edits [--quick]``. Builds a residual chain of add/mul/relu nodes (with skip
 connections), opens it as a ``Document`` and measures, in the same process, the median time of
-``set_arg``, ``insert``, ``erase`` (with ``replace_uses_with``) and ``undo`` — each excluding the
-deferred recompile, which is measured separately (``module()`` after an edit). References measured
+``set_arg``, ``insert``, ``erase`` (with ``replace_uses_with``) and ``undo`` — each including the
+incremental shape refresh and excluding the deferred recompile, which is measured separately
+(``module()`` after an edit). A shape-changing edit at the top of the chain is the worst case: the
+per-edit budget recomputes the first nodes and marks the rest unknown; ``refresh_shapes()``
+recomputes all of them. References measured
 in the same run: one ``graph.lint()`` and one plain forward of the module.
 """
 
@@ -15,6 +18,7 @@ import time
 
 import torch
 import torch.fx
+from torch.fx.passes.shape_prop import ShapeProp
 
 from fxstudio.core.document import Document
 from fxstudio.core.model import LoadedModel
@@ -50,6 +54,7 @@ def main(argv: list[str]) -> int:
     n_nodes, reps = (2_000, 5) if quick else (10_000, 25)
     gm = build_graph(n_nodes)
     x = torch.randn(16)
+    ShapeProp(gm).propagate(x)  # shapes as loading records them: edits keep them true incrementally
     loaded = LoadedModel(path=None, kind="py", module=gm, graph_module=gm, example_inputs=(x,))
     start = time.perf_counter()
     doc = Document(loaded)
@@ -77,6 +82,14 @@ def main(argv: list[str]) -> int:
             {"op": "erase", "node": relu_mids[k], "replace_uses_with": f"add{relu_mids[k][4:]}"})))
         results["recompile"].append(timed(doc.module))
     doc.edited.graph.lint()
+    # worst case: a shape change at the top propagates through the whole graph, then back on undo
+    first_mul = muls[0]
+    worst = timed(lambda: doc.apply_edit({"op": "set_arg", "node": first_mul, "key": 1, "value": "torch.tensor([[1.0], [2.0]])"}))
+    output = doc.edited.graph.find_nodes(op="output")[0]
+    assert not doc.shapes_complete and "fxs_shape" not in output.meta  # unknown, never stale
+    full = timed(doc.refresh_shapes)
+    assert doc.shapes_complete and output.meta["fxs_shape"] == (2, 16)
+    worst_undo = timed(doc.undo)
 
     print(f"graph: {len(doc.edited.graph.nodes)} nodes; opening the document took {open_ms:.0f} ms")
     print(f"references (same run): graph.lint() {lint_ms:.2f} ms, plain forward {forward_ms:.2f} ms\n")
@@ -86,6 +99,9 @@ def main(argv: list[str]) -> int:
         med = statistics.median(times)
         target = "—" if name == "recompile" else ("ok < 20 ms" if med < 20 else "MISSED (< 20 ms)")
         print(f"| {name} | {med:.2f} | {max(times):.2f} | {med / lint_ms:.2f} | {med / forward_ms:.2f} | {target} |")
+    for name, ms in (("set_arg changing every downstream shape (budgeted)", worst), ("undo of it", worst_undo),
+                     ("refresh_shapes() of the whole graph", full)):
+        print(f"| {name} | {ms:.1f} | — | {ms / lint_ms:.1f} | {ms / forward_ms:.1f} | worst case |")
     return 0
 
 

@@ -30,15 +30,18 @@ W, H = 1920, 1080
 TARGET_MS = 50.0
 
 
-def frame_ms(canvas: GraphCanvas, image: QImage, repeats: int) -> float:
-    """Fastest time of ``repeats`` renders of the view into ``image`` (after one warm-up)."""
-    best = float("inf")
+def frame_ms(canvas: GraphCanvas, image: QImage, repeats: int) -> tuple[float, float]:
+    """(wall, CPU) milliseconds of the fastest of ``repeats`` renders of the view into ``image``
+    after one warm-up. CPU time is what the frame costs; on a busy machine wall time also counts
+    the time other processes had the core."""
+    wall = cpu = float("inf")
     for i in range(repeats + 1):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         canvas.viewport().render(image)   # the real paint path: paintEvent over the whole viewport
         if i:
-            best = min(best, time.perf_counter() - t)
-    return best * 1000
+            wall = min(wall, time.perf_counter() - t)
+            cpu = min(cpu, time.process_time() - c)
+    return wall * 1000, cpu * 1000
 
 
 def fill_ms(image: QImage, repeats: int) -> float:
@@ -64,13 +67,13 @@ def measure(kind: str, n: int, repeats: int) -> dict:
     """Layout, scene build and frame times for one generated graph."""
     gm = synthetic.as_graph_module(synthetic.make_graph(kind, n))
     ids = {node: i for i, node in enumerate(gm.graph.nodes)}
-    t = time.perf_counter()
+    t = time.process_time()
     layout = compute_layout(gm.graph)
-    layout_s = time.perf_counter() - t
+    layout_s = time.process_time() - t
     canvas = make_canvas()
-    t = time.perf_counter()
+    t = time.process_time()
     canvas.canvas_scene.show_graph(gm, layout, ids.__getitem__)
-    build_s = time.perf_counter() - t
+    build_s = time.process_time() - t
     image = QImage(W, H, QImage.Format.Format_ARGB32_Premultiplied)
     canvas.fit()
     full = frame_ms(canvas, image, repeats)
@@ -95,20 +98,22 @@ def main(argv: list[str]) -> int:
     _app = QApplication.instance() or QApplication([])
     empty = make_canvas()
     image = QImage(W, H, QImage.Format.Format_ARGB32_Premultiplied)
-    ref_empty = frame_ms(empty, image, repeats * 3)
+    ref_empty = frame_ms(empty, image, repeats * 3)[1]
     ref_fill = fill_ms(image, repeats * 3)
     sizes = [("skip_chain", 2000), ("transformer", 2000)] if quick else \
         [("skip_chain", 10000), ("transformer", 10000), ("exported", 10000)]
     rows = [measure(kind, n, repeats) for kind, n in sizes]
-    print(f"Reference (same run): empty-scene frame {ref_empty:.2f} ms, 1920x1080 QImage fill {ref_fill:.2f} ms\n")
+    print(f"Reference (same run): empty-scene frame {ref_empty:.2f} ms CPU, 1920x1080 QImage fill {ref_fill:.2f} ms\n")
+    print("Frame times are CPU ms (wall ms in brackets); layout and build are CPU seconds.\n")
     print("| graph | layout (s) | scene build (s) | full view (ms) | x empty frame | zoom 0.45 (ms) | zoom 1 (ms) | full view < 50 ms |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     ok = True
     for r in rows:
-        good = r["full_ms"] < TARGET_MS
+        good = r["full_ms"][1] < TARGET_MS
         ok &= good
-        print(f"| {r['graph']} | {r['layout_s']:.2f} | {r['build_s']:.2f} | {r['full_ms']:.1f} | "
-              f"{r['full_ms'] / max(ref_empty, 1e-6):.1f}x | {r['mid_ms']:.1f} | {r['detail_ms']:.1f} | "
+        cell = lambda k: f"{r[k][1]:.1f} ({r[k][0]:.1f})"  # noqa: E731
+        print(f"| {r['graph']} | {r['layout_s']:.2f} | {r['build_s']:.2f} | {cell('full_ms')} | "
+              f"{r['full_ms'][1] / max(ref_empty, 1e-6):.0f}x | {cell('mid_ms')} | {cell('detail_ms')} | "
               f"{'yes' if good else 'NO'} |")
     return 0 if ok or quick else 1
 

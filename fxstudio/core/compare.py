@@ -210,8 +210,11 @@ def _cancelled(cancel: Any) -> Callable[[], bool] | None:
 def _run_once(module: torch.nn.Module, inputs: tuple[Any, ...], seed: int | None, device: str) -> Any:
     if seed is not None:
         reseed(seed, device)
+    # A GraphModule's __call__ prints a traceback to stderr when its code raises (and imports
+    # torch._dynamo to do it); the failure is reported with its node instead.
+    call = module.forward if isinstance(module, torch.fx.GraphModule) else module
     with torch.no_grad():
-        return module(*inputs)
+        return call(*inputs)
 
 
 def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edited: torch.fx.GraphModule,
@@ -279,8 +282,8 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
                                "check the input shapes and dtype.") from None
             report.error = _locate_failure(mods["traced"], mods[label], args, exc, label, match, seed)
             continue
-        report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, feed(), seed, device), device=device,
-                                                  repeats=repeats, cancel=is_cancelled)
+        report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, feed(), seed, device),
+                                                  device=device, repeats=repeats, cancel=is_cancelled)
     if "original" in outs and "traced" in outs:
         report.trace_outputs = _output_metrics(outs["original"], outs["traced"], rtol=rtol, atol=atol)
     if "original" in outs and "edited" in outs:

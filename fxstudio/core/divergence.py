@@ -24,6 +24,7 @@ from fxstudio.core.errors import RunError
 from fxstudio.core.graph_diff import match_key
 from fxstudio.core.run_metrics import diff_values, reseed
 from fxstudio.core.same_computation import same_computation
+from fxstudio.core.targets import format_target as targets_format_target
 
 ProgressFn = Callable[[float, str], None]
 CancelFn = Callable[[], bool]
@@ -103,17 +104,12 @@ def _finite(x: float | None) -> float | None:
 
 
 def format_target(node: torch.fx.Node) -> str:
-    """A short text for a node's target (``torch.relu``, ``operator.add``, ``layer1.0.conv1``)."""
-    t = node.target
-    if isinstance(t, str):
-        return t
-    module = getattr(t, "__module__", None) or ""
-    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or repr(t)
-    if module in ("_operator", "operator"):
-        module = "operator"
-    elif module.startswith("torch") and hasattr(torch, name) and getattr(torch, name) is t:
-        module = "torch"
-    return f"{module}.{name}" if module else name
+    """A short text for a node's target in target syntax (``torch.relu``, ``operator.add``,
+    ``torch.ops.aten.mul.Tensor``, ``layer1.0.conv1``), as the property panel writes it."""
+    try:
+        return targets_format_target(node)
+    except Exception:  # noqa: BLE001 - an exotic target: its repr still names it
+        return node.target if isinstance(node.target, str) else repr(node.target)
 
 
 class _NodeRunner(torch.fx.Interpreter):

@@ -134,6 +134,23 @@ class Document:
         for node in self._shapes.refresh(touched):
             changes.change(node.meta[ID_KEY])
 
+    @property
+    def shapes_complete(self) -> bool:
+        """False when an edit changed more shapes than are recomputed per edit: some nodes then
+        show no shape until ``refresh_shapes()``."""
+        return self._shapes.complete
+
+    def refresh_shapes(self) -> None:
+        """Recompute every shape of the edited graph (no budget); emits a "reset" event naming
+        the nodes whose shape changed."""
+        self._shapes.complete = True
+        changed = self._shapes.refresh(list(self.edited.graph.nodes), budget=None)
+        changes = Changes()
+        changes.change(*(n.meta[ID_KEY] for n in changed))
+        event = DocumentEvent("reset", "Shapes recomputed", frozenset(), frozenset(), frozenset(changes.changed))
+        for callback in list(self._subscribers):
+            callback(event)
+
     def _emit(self, kind: str, label: str, changes: Changes | None = None) -> None:
         changes = changes or Changes()
         if kind in ("edited", "undone", "redone"):

@@ -120,14 +120,39 @@ def _rename_tokens(src: str, mapping: dict[str, str]) -> str:
     """``src`` with every NAME token in ``mapping`` replaced (strings and attributes untouched)."""
     if not mapping:
         return src
-    out = []
+    lines = src.splitlines(keepends=True)
+    spots = []
     prev = None
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
         if tok.type == tokenize.NAME and tok.string in mapping and not (prev and prev.string == "."):
-            tok = tok._replace(string=mapping[tok.string])
-        out.append(tok)
+            spots.append((tok.start, tok.string))
         prev = tok
-    return tokenize.untokenize(out)
+    for (row, col), old in reversed(spots):
+        line = lines[row - 1]
+        lines[row - 1] = line[:col] + mapping[old] + line[col + len(old):]
+    return "".join(lines)
+
+
+def _tidy_keywords(src: str) -> str:
+    """``f(x, dim = 1)`` as FX prints keyword arguments, written ``f(x, dim=1)`` (PEP 8)."""
+    lines = src.splitlines(keepends=True)
+    spots: list[tuple[int, int]] = []
+    depth, prev = 0, None
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+        elif tok.type == tokenize.OP and tok.string == "=" and depth > 0 and prev is not None and prev.type == tokenize.NAME:
+            row, col = tok.start
+            line = lines[row - 1]
+            if line[col - 1 : col] == " " and line[col + 1 : col + 2] == " ":
+                spots.append((row, col))
+        prev = tok
+    for row, col in reversed(spots):
+        line = lines[row - 1]
+        lines[row - 1] = line[: col - 1] + "=" + line[col + 2 :]
+    return "".join(lines)
 
 
 def _names_in(src: str) -> set[str]:
@@ -166,8 +191,10 @@ def _get_attr(gm: torch.nn.Module, target: str) -> Any:
     return value
 
 
-def _covered(path: str, module_paths: list[str]) -> str | None:
-    return next((p for p in module_paths if path.startswith(p + ".")), None)
+def _covered(path: str, module_paths: set[str]) -> str | None:
+    """The rebuilt module (if any) that ``path`` lies inside."""
+    parts = path.split(".")
+    return next((p for p in (".".join(parts[:i]) for i in range(1, len(parts))) if p in module_paths), None)
 
 
 def _assign(path: str, expr: str) -> str:
@@ -213,7 +240,7 @@ def generate_file(
     forward = _clean_forward(code.src)
 
     renames = {n: f"{n}_fn" for n in code.globals if n in FIXED_NAMES - {"torch"} and n in _names_in(forward)}
-    forward = _rename_tokens(forward, renames).rstrip()
+    forward = _tidy_keywords(_rename_tokens(forward, renames)).rstrip()
     used = _names_in(forward)
     namer = ImportNamer(set(FIXED_NAMES) | set(code.globals) | set(renames.values()), user_module, user_import)
     module_level: list[str] = []
@@ -242,12 +269,12 @@ def generate_file(
 
     class_name = namer.claim(class_name)
     init_lines, weights, needs_attach = _init_body(gm, graph, namer)
-    train_lines = []
-    for path, m in gm.named_modules():
-        if path and m.training != gm.training and any(
-            n.op == "call_module" and n.target == path for n in graph.nodes
-        ):
-            train_lines.append(f'    model.get_submodule("{path}").train({m.training})')
+    called = {n.target for n in graph.nodes if n.op == "call_module"}
+    train_lines = [
+        f'    model.get_submodule("{path}").train({m.training})'
+        for path, m in gm.named_modules()
+        if path in called and m.training != gm.training
+    ]
 
     requirements = []
     if namer.user_names and user_import:
@@ -328,7 +355,7 @@ def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNam
     """Lines of ``__init__`` after ``super().__init__()``, the weights, and whether ``_attach`` is used."""
     lines: list[str] = []
     weights: dict[str, torch.Tensor] = {}
-    module_paths: list[str] = []
+    module_paths: set[str] = set()
     for node in graph.nodes:
         if node.op != "call_module" or node.target in module_paths:
             continue
@@ -340,7 +367,7 @@ def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNam
                 f"cannot export submodule '{node.target}': it is itself a traced GraphModule; inline it first."
             )
         lines.append(_assign(node.target, constructor_expression(module, node.target, namer)))
-        module_paths.append(node.target)
+        module_paths.add(node.target)
         for key, value in module.state_dict().items():
             weights[f"{node.target}.{key}"] = value.detach().clone()
     seen: set[str] = set()

@@ -191,6 +191,9 @@ def constructor_expression(module: nn.Module, path: str, namer: ImportNamer) -> 
             continue
         problem = _compare(module, cls, args, kwargs)
         if problem is None:
+            short = _shorter(cls, args, kwargs)
+            if short is not None and _compare(module, cls, *short) is None:
+                args, kwargs = short
             name = namer.name_for(cls)
             parts = [literal(a) for a in args] + [f"{k}={literal(v)}" for k, v in kwargs.items()]
             return f"{name}({', '.join(parts)})"
@@ -201,6 +204,32 @@ def constructor_expression(module: nn.Module, path: str, namer: ImportNamer) -> 
         + ". Trace through it instead of keeping it as a leaf module, or store each __init__ argument "
         "as an attribute of the same name."
     )
+
+
+def _shorter(cls: type, args: list, kwargs: dict) -> tuple[list, dict] | None:
+    """The same call without keywords equal to their defaults (``stride=(1, 1)`` for a default of
+    ``1`` too) and with required keywords as positional arguments; None when nothing changes.
+    The caller checks that the shorter call still rebuilds the module."""
+    try:
+        params = [p for p in inspect.signature(cls).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        return None
+    kwargs = dict(kwargs)
+    for p in params:
+        if p.name in kwargs and p.default is not p.empty:
+            value = kwargs[p.name]
+            same = _equal(value, p.default) or (
+                isinstance(value, tuple) and value and isinstance(p.default, int) and not isinstance(p.default, bool)
+                and all(_equal(v, p.default) for v in value)
+            )
+            if same:
+                del kwargs[p.name]
+    args = list(args)
+    for p in params[len(args):]:
+        if p.kind is not p.POSITIONAL_OR_KEYWORD or p.default is not p.empty or p.name not in kwargs:
+            break
+        args.append(kwargs.pop(p.name))
+    return args, kwargs
 
 
 class _NotRebuildable(Exception):

@@ -18,7 +18,7 @@ import torch.fx
 
 from fxstudio.core.graph_model import GraphArrays, extract_graph, to_networkx  # noqa: F401 (re-exported)
 from fxstudio.core.layout_coords import assign_x, band_tops
-from fxstudio.core.layout_crossings import reduce_crossings
+from fxstudio.core.layout_crossings import reduce_crossings, sweep_layers
 from fxstudio.core.layout_groups import build_groups, class_names, collapse_owner, frame_gaps, frame_members
 from fxstudio.core.layout_layers import add_dummies, assign_layers, sorted_unique
 from fxstudio.core.layout_routes import route_edges
@@ -30,6 +30,7 @@ CHAR_W = 7.0
 NODE_GAP = 36.0
 DUMMY_GAP = 14.0
 LAYER_GAP = 40.0
+SWEEP_LIMIT = 6000  # nodes + dummies up to which the exact layer-by-layer sweeps run
 
 Sizes = Mapping[str, tuple[float, float]] | Callable[[str], tuple[float, float]] | None
 
@@ -154,6 +155,19 @@ class _Units:
         return new_id[unit_of]
 
 
+class _Stamps:
+    """Seconds spent in each stage, for ``Layout.stats`` (the benchmark prints them)."""
+
+    def __init__(self, t0: float):
+        self.last = t0
+        self.times: dict[str, float] = {}
+
+    def __call__(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.times[stage] = now - self.last
+        self.last = now
+
+
 def compute_layout(
     graph: torch.fx.Graph, *, collapsed=frozenset(), previous: Layout | None = None, sizes: Sizes = None,
     sweeps: int = 8,
@@ -168,7 +182,10 @@ def compute_layout(
     """
     t0 = time.perf_counter()
     ga = extract_graph(graph)
+    stamp = _Stamps(t0)
+    stamp("extract")
     units = _Units(ga, collapsed)
+    stamp("units")
     n = units.n
     widths = np.empty(n)
     heights = np.empty(n)
@@ -202,7 +219,9 @@ def compute_layout(
             known[:] = False
 
     layer = assign_layers(n, units.lay_src, units.lay_dst, np.asarray(units.weight_like, dtype=bool), prev_layer)
+    stamp("layers")
     all_layer, seg_src, seg_dst, dummy_base, dummy_owner = add_dummies(n, layer, units.lay_src, units.lay_dst)
+    stamp("dummies")
     total = len(all_layer)
     if len(seg_src):
         pair = sorted_unique(seg_src * total + seg_dst)
@@ -224,7 +243,12 @@ def compute_layout(
     else:
         init_key = np.concatenate([np.arange(n, dtype=np.float64), dummy_owner.astype(np.float64) + 0.5])
         pos = reduce_crossings(all_layer, seg_src, seg_dst, init_key, sweeps=sweeps)
+        stamp("crossings (vectorised)")
+        if total <= SWEEP_LIMIT and sweeps:
+            pos = sweep_layers(all_layer, seg_src, seg_dst, pos, sweeps=sweeps)
+            stamp("crossings (sweeps)")
         x = assign_x(all_layer, pos, all_w, gaps, is_dummy, heavy, seg_src, seg_dst)
+        stamp("coordinates")
         if total:
             x -= (x[:n] - widths / 2).min() if n else x.min()
 
@@ -251,13 +275,17 @@ def compute_layout(
             group_cards[name] = (i, units.members[name])
         else:
             result.nodes[name] = NodeBox(name=name, x=lx[i], y=ly[i], w=lw[i], h=lh[i], layer=ll[i])
+    stamp("bands")
     result.edges = route_edges(units, layer, x, ys, heights, tops, layer_h, dummy_base)
+    stamp("routes")
     boxes = np.stack([left, ys, left + widths, ys + heights], axis=1) if n else np.zeros((0, 4))
     classes = class_names(ga.module_stacks, ga.module_paths)
     result.groups = build_groups(frames, boxes, group_cards, classes)
     for path, (i, _) in group_cards.items():
         result.groups[path].layer = ll[i]
+    stamp("groups")
     result.seconds = time.perf_counter() - t0
+    result.stats = {"n_dummies": total - n, "n_layers": nlayers, **stamp.times}
     return result
 
 

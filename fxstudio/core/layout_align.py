@@ -5,13 +5,15 @@ edge; a real card prefers its real, non-weight inputs (so ``linear(x, w, b)`` al
 not with the weight beside it), the median of them by position. A partner keeps one lower node
 (a real consumer before a long edge). Aligned pairs that would cross are dropped, greedily left to
 right per layer gap (a pair survives if no earlier pair reaches further right below). The aligned pairs form vertical blocks that share one x, so chains are
-exactly straight. Blocks are packed left and right by longest-path relaxation over the "is left
+exactly straight. Blocks are packed left and right by longest paths over the "is left
 of" constraints and the two packings are averaged (both feasible, so the mean is).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from fxstudio.core.layout_layers import sorted_unique
 
 
 def _median_pick(cand_child: np.ndarray, cand_parent: np.ndarray, cand_pos: np.ndarray, pri: np.ndarray, n: int) -> np.ndarray:
@@ -79,7 +81,7 @@ def block_roots(up: np.ndarray) -> np.ndarray:
         root = nxt
 
 
-def compact(layer, pos, widths, gaps, root, max_rounds: int = 100000) -> np.ndarray:
+def compact(layer, pos, widths, gaps, root) -> np.ndarray:
     """x centre per node: blocks packed left and right by longest path, then averaged."""
     n = len(layer)
     if n == 0:
@@ -98,20 +100,36 @@ def compact(layer, pos, widths, gaps, root, max_rounds: int = 100000) -> np.ndar
         firsts = np.ones(len(pair), dtype=bool)
         firsts[1:] = pair[1:] != pair[:-1]
         ra, rb, sep = pair[firsts] // n, pair[firsts] % n, sep_s[firsts]
-    left = np.zeros(n)
-    right = np.zeros(n)
-    for _ in range(max_rounds):
-        cand = left[ra] + sep
-        stale = cand > left[rb] + 1e-9
-        if not stale.any():
-            break
-        np.maximum.at(left, rb[stale], cand[stale])
-    for _ in range(max_rounds):
-        cand = right[rb] - sep
-        stale = cand < right[ra] - 1e-9
-        if not stale.any():
-            break
-        np.minimum.at(right, ra[stale], cand[stale])
+    left = _longest_path(n, ra, rb, sep)
+    right = -_longest_path(n, rb, ra, sep)
     xl, xr = left[root], right[root]
     xr = xr + ((xl - widths / 2).min() - (xr - widths / 2).min())
     return (xl + xr) / 2
+
+
+def _longest_path(n: int, a: np.ndarray, b: np.ndarray, sep: np.ndarray) -> np.ndarray:
+    """Smallest non-negative values with value[b] >= value[a] + sep for every constraint, by one pass
+    in topological order (the "is left of" relation between blocks is acyclic)."""
+    value = [0.0] * n
+    if len(a) == 0:
+        return np.zeros(n)
+    order = np.argsort(a, kind="stable")
+    off = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(a, minlength=n), out=off[1:])
+    succ = b[order].tolist()
+    gap = sep[order].tolist()
+    offl = off.tolist()
+    indeg = np.bincount(b, minlength=n).tolist()
+    stack = [v for v in sorted_unique(np.concatenate([a, b])).tolist() if indeg[v] == 0]
+    while stack:
+        v = stack.pop()
+        base = value[v]
+        for k in range(offl[v], offl[v + 1]):
+            w = succ[k]
+            cand = base + gap[k]
+            if cand > value[w]:
+                value[w] = cand
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                stack.append(w)
+    return np.asarray(value)

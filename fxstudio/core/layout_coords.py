@@ -33,6 +33,7 @@ class RowPacking:
         starts = np.nonzero(first)[0]
         self.c = cum - cum[starts][np.cumsum(first) - 1]
         self.first = first
+        self.seg = (np.cumsum(first) - 1).astype(np.float64)
 
     def project(self, desired: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
         """x closest to ``desired`` (weighted least squares) that respects every separation, by node id.
@@ -60,6 +61,31 @@ class RowPacking:
         x[self.perm] = val[block] + self.c
         return x
 
+    def project_anchored(self, desired: np.ndarray, anchor: np.ndarray) -> np.ndarray:
+        """Feasible x with every anchor exactly at ``desired`` (anchors must already be feasible
+        among themselves); the other nodes are clamped between the anchors around them and
+        spread by the mean of a left-to-right running max and a right-to-left running min."""
+        m = len(self.perm)
+        if m == 0:
+            return desired.copy()
+        t = desired[self.perm] - self.c
+        a = anchor[self.perm]
+        lo = float(t.min())
+        u = t - lo + 1.0  # >= 1, so 0 can mean "no anchor to the left"
+        r = float(u.max()) + 2.0
+        off = self.seg * (r + 1.0)
+        fw = np.maximum.accumulate(np.where(a, u, 0.0) + off) - off
+        lb = np.where(fw <= 0.5, -np.inf, fw)
+        bw = np.minimum.accumulate((np.where(a, u, r) + off)[::-1])[::-1] - off
+        ub = np.where(bw >= r - 0.5, np.inf, bw)
+        uu = np.where(a, u, np.clip(u, lb, ub))
+        fwd = np.maximum.accumulate(uu + off) - off
+        bwd = np.minimum.accumulate((uu + off)[::-1])[::-1] - off
+        res = np.where(a, t, (fwd + bwd) / 2 + lo - 1.0)
+        x = np.empty_like(desired, dtype=np.float64)
+        x[self.perm] = res + self.c
+        return np.where(anchor, desired, x)
+
 
 def assign_x(
     layer: np.ndarray, pos: np.ndarray, widths: np.ndarray, gaps: np.ndarray, is_dummy: np.ndarray,
@@ -79,23 +105,21 @@ def assign_x(
         root = block_roots(align(layer, pos, is_dummy, heavy, seg_src, seg_dst))
         x = compact(layer, pos, widths, gaps, root)
         anchor = np.bincount(root, minlength=n)[root] > 1
-        target = x.copy()
     else:
         x = packing.project(init.astype(np.float64), np.where(fixed, 1e6, 1.0))
+        # Rounding noise of the huge weights: fixed nodes that did not have to move stay exact.
+        x = np.where(fixed & (np.abs(x - init) < 1e-3), init, x)
         anchor = fixed
-        target = init.astype(np.float64)
-    node_w = np.where(anchor, 1e9, 1.0)
     if len(seg_src) == 0 or iterations == 0 or anchor.all():
         return x
-    for it in range(iterations):
+    target = x.copy()
+    w = (np.bincount(seg_dst, minlength=n) + np.bincount(seg_src, minlength=n)).astype(np.float64)
+    for _ in range(iterations):
         s = np.bincount(seg_dst, weights=x[seg_src], minlength=n)
         s += np.bincount(seg_src, weights=x[seg_dst], minlength=n)
-        w = np.bincount(seg_dst, minlength=n) + np.bincount(seg_src, minlength=n)
-        desired = np.where(w > 0, s / np.maximum(w, 1), x)
-        desired = np.where(anchor, target, desired)
-        x = packing.project(desired, node_w)
-    # The huge anchor weight leaves rounding noise: snap anchors back to their exact target.
-    return np.where(anchor & (np.abs(x - target) < 1e-3), target, x)
+        desired = np.where(anchor, target, np.where(w > 0, s / np.maximum(w, 1.0), x))
+        x = packing.project_anchored(desired, anchor)
+    return x
 
 
 def band_tops(layer_heights: np.ndarray, gaps) -> np.ndarray:

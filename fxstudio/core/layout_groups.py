@@ -6,17 +6,24 @@ ancestor of it by dotted prefix (``layer1.0.conv1`` is in ``layer1.0`` and ``lay
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from fxstudio.core.layout_types import GroupBox
 
 
+@functools.lru_cache(maxsize=65536)
+def _ancestors(path: str) -> tuple[str, ...]:
+    if not path:
+        return ()
+    parts = path.split(".")
+    return tuple(".".join(parts[: i + 1]) for i in range(len(parts)))
+
+
 def ancestors(path: str) -> list[str]:
     """The group paths containing ``path``, outermost first, ending with ``path`` ('' has none)."""
-    if not path:
-        return []
-    parts = path.split(".")
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+    return list(_ancestors(path))
 
 
 def collapse_owner(paths: list[str], collapsed) -> list[str | None]:
@@ -79,14 +86,24 @@ def frame_members(unit_paths: list[str], leaf_units: list[bool] | None = None) -
     return by_path
 
 
+def _per_path(by_path: dict[str, list[int]], lo_values: np.ndarray, hi_values: np.ndarray):
+    """Minimum of ``lo_values`` and maximum of ``hi_values`` over each path's units, in dict order."""
+    sizes = np.fromiter((len(m) for m in by_path.values()), dtype=np.int64, count=len(by_path))
+    if len(sizes) == 0:
+        return np.zeros(0), np.zeros(0)
+    units = np.fromiter((u for m in by_path.values() for u in m), dtype=np.int64, count=int(sizes.sum()))
+    starts = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    return np.minimum.reduceat(lo_values[units], starts), np.maximum.reduceat(hi_values[units], starts)
+
+
 def frame_gaps(by_path: dict[str, list[int]], layer: np.ndarray, nlayers: int, base: float,
                pad: float = 12.0, label_room: float = 22.0) -> np.ndarray:
     """Gap below each layer, wide enough for the frames that close above it and open below it."""
     lo: dict[str, int] = {}
     hi: dict[str, int] = {}
-    for p, members in by_path.items():
-        ls = layer[np.asarray(members)]
-        a, b = int(ls.min()), int(ls.max())
+    mins, maxs = _per_path(by_path, layer, layer)
+    for p, a, b in zip(by_path, mins.tolist(), maxs.tolist()):
         for q in ancestors(p):
             lo[q] = min(lo.get(q, a), a)
             hi[q] = max(hi.get(q, b), b)
@@ -119,11 +136,13 @@ def build_groups(
     all_paths.update(collapsed_units)
     boxes: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
-    for p, members in by_path.items():
-        idx = np.asarray(members)
-        b = unit_boxes[idx]
-        boxes[p] = [float(b[:, 0].min()), float(b[:, 1].min()), float(b[:, 2].max()), float(b[:, 3].max())]
-        counts[p] = len(members)
+    x0s, _ = _per_path(by_path, unit_boxes[:, 0], unit_boxes[:, 0])
+    y0s, _ = _per_path(by_path, unit_boxes[:, 1], unit_boxes[:, 1])
+    _, x1s = _per_path(by_path, unit_boxes[:, 2], unit_boxes[:, 2])
+    _, y1s = _per_path(by_path, unit_boxes[:, 3], unit_boxes[:, 3])
+    for p, a, b, c, d in zip(by_path, x0s.tolist(), y0s.tolist(), x1s.tolist(), y1s.tolist()):
+        boxes[p] = [a, b, c, d]
+        counts[p] = len(by_path[p])
     for p, (unit, members) in collapsed_units.items():
         counts[p] = members
     groups: dict[str, GroupBox] = {}

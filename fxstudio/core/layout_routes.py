@@ -68,7 +68,7 @@ def route_edges(units, layer: np.ndarray, x: np.ndarray, ys: np.ndarray, heights
     bounds = off.tolist()
     us, vs = u_all.tolist(), v_all.tolist()
     fi = 0
-    rev = _reversed_routes(units, layer, x, ys, heights, tops, bottom, dummy_base)
+    rev = _reversed_routes(u_all[~fwd], v_all[~fwd], layer, x, ys, heights, tops, bottom, dummy_base)
     ri = 0
     for i, is_fwd in enumerate(fwd_list):
         if is_fwd:
@@ -81,14 +81,12 @@ def route_edges(units, layer: np.ndarray, x: np.ndarray, ys: np.ndarray, heights
     return routes
 
 
-def _reversed_routes(units, layer, x, ys, heights, tops, bottom, dummy_base) -> list[list[tuple[float, float]]]:
+def _reversed_routes(us, vs, layer, x, ys, heights, tops, bottom, dummy_base) -> list[list[tuple[float, float]]]:
     """Routes of edges against the layering (a cycle made by collapsing a group), drawn upward
     through the dummies of their upper end."""
     out = []
-    for u, v in zip(units.edge_src.tolist(), units.edge_dst.tolist()):
+    for u, v in zip(us.tolist(), vs.tolist()):
         lu, lv = int(layer[u]), int(layer[v])
-        if lu < lv:
-            continue
         pts = [(float(x[u]), float(ys[u]))]
         if lu - lv > 1:
             b = int(dummy_base[v]) - lv - 1

@@ -59,6 +59,7 @@ class Layout:
     edges: list[EdgeRoute] = field(default_factory=list)
     groups: dict[str, GroupBox] = field(default_factory=dict)
     seconds: float = 0.0
+    stats: dict = field(default_factory=dict)  # layout engine's counters and stage times; not in JSON
 
     def bounds(self) -> tuple[float, float, float, float]:
         """(x0, y0, x1, y1) enclosing every node and group."""

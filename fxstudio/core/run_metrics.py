@@ -168,8 +168,9 @@ def sample_pair(ref: torch.Tensor, new: torch.Tensor, limit: int = SAMPLE_LIMIT,
     a = ref.detach().reshape(-1)
     b = new.detach().reshape(-1)
     if a.numel() > limit:
+        # Random positions with replacement: a permutation of a huge output would cost its size.
         gen = torch.Generator().manual_seed(seed)
-        idx = torch.randperm(a.numel(), generator=gen)[:limit].sort().values.to(a.device)
+        idx = torch.randint(0, a.numel(), (limit,), generator=gen).sort().values.to(a.device)
         a, b = a[idx], b[idx]
     if a.is_complex():
         a, b = a.abs(), b.abs()

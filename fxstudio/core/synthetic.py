@@ -3,7 +3,7 @@
 Three shapes of graph people actually open, at any size:
 
 - ``skip_chain``: a deep chain of linear/relu blocks with long skip connections (an ``add`` joins
-  the running value with one from tens to hundreds of blocks earlier): the case where Graphviz
+  the running value with one from 10 to 100 blocks, 40 to 400 layers, earlier): the case where Graphviz
   ``dot`` takes minutes.
 - ``transformer``: a stack of identical pre-norm transformer layers traced with ``symbolic_trace``
   style ops, each parameter a ``get_attr`` under its module path.
@@ -84,8 +84,8 @@ def _linear(b: _Builder, x, path, din, dout, lifted=False, aten=False):
     return y
 
 
-def skip_chain(n_nodes: int, *, seed: int = 0, min_skip: int = 20, max_skip: int = 400,
-               skip_every: int = 3) -> torch.fx.Graph:
+def skip_chain(n_nodes: int, *, seed: int = 0, min_skip: int = 10, max_skip: int = 100,
+               skip_every: int = 4) -> torch.fx.Graph:
     """A chain of ``blocks.i`` (weight, bias, linear, relu) of about ``n_nodes`` nodes; every
     ``skip_every``-th block adds the output of a block ``min_skip``..``max_skip`` blocks earlier."""
     rng = random.Random(seed)

@@ -8,13 +8,12 @@ highlight the same nodes.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from fxstudio.core.graph_diff import GraphDiff, graph_diff
+from fxstudio.qt.divergence_colors import DIFF_COLORS as KIND_COLORS
 from fxstudio.qt.selection import SelectionModel
-
-KIND_COLORS = {"added": QColor(46, 139, 87), "removed": QColor(200, 40, 40), "changed": QColor(214, 120, 20)}
 
 
 class GraphDiffView(QWidget):

@@ -197,7 +197,7 @@ class MainWindow(WindowCommands, QMainWindow):
         else:
             dirty = bool(doc.dirty)
             self.setWindowTitle(f"{doc.loaded.display_name}{' *' if dirty else ''} — fxstudio")
-            self.setWindowModified(dirty)
+            pass  # the " *" in the title marks unsaved edits
         has = doc is not None
         a = self.actions
         a["undo"].setEnabled(has and doc.can_undo)

@@ -209,6 +209,8 @@ class RunPane(QWidget):
         self._update_enabled()
 
     def _document_changed(self, event) -> None:
+        if getattr(event, "kind", "edited") == "saved":
+            return
         if self.report is not None and not self.stale:
             self.stale = True
             self.status.setText(self.status.text() + "<br><i>The graph changed since this run: Run again.</i>")
@@ -238,8 +240,12 @@ class RunPane(QWidget):
             return
         doc = self.doc
         # Snapshot the edited graph on the GUI thread: the user may edit again while the run goes on.
-        live = doc.module()
-        edited = torch.fx.GraphModule(live, copy.deepcopy(live.graph))
+        try:
+            live = doc.module()
+            edited = torch.fx.GraphModule(live, copy.deepcopy(live.graph))
+        except Exception as exc:  # noqa: BLE001 - a graph that does not compile is shown, not raised
+            self._show_error(f"The edited graph cannot be compiled: {type(exc).__name__}: {exc}")
+            return
         original, traced = doc.loaded.module, doc.original
         device = self.device.currentText()
         dtype = None if self.dtype.currentText() == DTYPES[0] else self.dtype.currentText()

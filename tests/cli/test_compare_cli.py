@@ -1,8 +1,6 @@
 """`fxstudio compare MODEL EDITED` as a user runs it: edit scripts, exported-style .py files, JSON."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -25,12 +23,10 @@ def add_mul_tripled(tmp_path, examples_dir):
     return path
 
 
-def test_json_report_of_an_edit_script(tmp_path, examples_dir):
+def test_json_report_of_an_edit_script(tmp_path, examples_dir, capsys):
     script = write_edits(tmp_path / "edits.json", {"op": "set_arg", "node": "mul", "key": 1, "value": "10"})
-    proc = subprocess.run([sys.executable, "-m", "fxstudio", "compare", str(examples_dir / "add_mul.py"), str(script),
-                           "--json", "--repeats", "2"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
+    assert main(["compare", str(examples_dir / "add_mul.py"), str(script), "--json", "--repeats", "2"]) == 0
+    data = json.loads(capsys.readouterr().out)
     assert data["first_divergence"]["name"] == "mul" and data["first_divergence"]["status"] == "diverged"
     (out,) = data["outputs"]
     x = torch.arange(6, dtype=torch.float32).reshape(2, 3)
@@ -65,10 +61,11 @@ def test_shape_breaking_script_exits_1_naming_the_node(tmp_path, examples_dir, c
                          {"op": "insert", "after": "add", "kind": "call_method", "target": "reshape",
                           "args": "(%add, 4, -1)", "name": "bad_view"},
                          {"op": "set_arg", "node": "mul", "key": 0, "value": "%bad_view"})
-    assert main(["compare", str(examples_dir / "add_mul.py"), str(script), "--repeats", "1"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("fxstudio: The edited graph raised an error at node bad_view")
-    assert "Traceback" not in err
+    for extra in ([], ["--no-per-node"]):  # without the node-by-node run the node is found on failure
+        assert main(["compare", str(examples_dir / "add_mul.py"), str(script), "--repeats", "1", *extra]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("fxstudio: The edited graph raised an error at node bad_view"), err
+        assert "Traceback" not in err
 
 
 def test_seeded_random_inputs_and_dtype(add_mul_tripled, examples_dir, capsys):

@@ -28,6 +28,8 @@ def open_doc(name):
     ("add_mul.py", [{"op": "insert", "before": "mul", "kind": "call_function", "target": "torch.relu",
                      "args": "(%add,)", "kwargs": "{}", "name": "relu"},
                     {"op": "set_arg", "node": "mul", "key": 0, "value": "%relu"}], None),
+    ("clamp.py", [{"op": "del_kwarg", "node": "clamp", "key": "max"}], "clamp"),
+    ("sub_chain.py", [{"op": "replace_uses", "node": "sub", "with": "add"}], "mul"),
     ("two_linear.py", [{"op": "set_arg", "node": "add", "key": 1, "value": "%linear1"}], "add"),
     ("conv_bn_relu.py", [{"op": "set_target", "node": "relu1", "target": "torch.nn.Sigmoid()"}], "relu1"),
 ])
@@ -48,6 +50,22 @@ def test_first_divergence_is_the_edited_node(example, edits, first):
     assert not report.all_close
     before = [n for n in report.nodes if n.index < report.first_divergence.index]
     assert all(n.status in ("equal", "no_counterpart") for n in before)
+
+
+@pytest.mark.parametrize("example, edits", [
+    ("sub_chain.py", [{"op": "rename", "node": "add", "name": "residual"}]),
+    ("sub_chain.py", [{"op": "duplicate", "node": "sub", "name": "sub_copy"}]),
+    ("sub_chain.py", [{"op": "duplicate", "node": "sub", "name": "sub_copy"}, {"op": "eliminate_dead_code"}]),
+])
+def test_edits_that_change_no_value_diverge_nowhere(example, edits):
+    doc = open_doc(example)
+    for edit in edits:
+        doc.apply_edit(edit)
+    report = run(doc)
+    assert report.first_divergence is None and report.all_close and report.error is None
+    assert all(n.shared or n.status == "no_counterpart" for n in report.nodes)
+    inserted = [n.name for n in report.nodes if n.status == "no_counterpart"]
+    assert inserted == (["sub_copy"] if len(edits) == 1 and edits[0]["op"] == "duplicate" else [])
 
 
 def test_equivalent_rewrite_view_to_reshape_diverges_nowhere():

@@ -172,6 +172,13 @@ def shift(x, amount=1.0, *, scale=2.0):
 torch.fx.wrap("shift")
 
 
+def Path(x):  # named like something the exported file itself imports
+    return x - 0.5
+
+
+torch.fx.wrap("Path")
+
+
 class Gate(nn.Module):
     def __init__(self, channels, alpha=0.5):
         super().__init__()
@@ -194,7 +201,7 @@ class Custom(nn.Module):
 
     def forward(self, input):
         x = self.gate(self.bn(self.conv(input)))
-        x = shift(x, scale=3.0)
+        x = Path(shift(x, scale=3.0))
         return x + torch.tensor([1.0, 2.0, 3.0, 4.0]).view(1, 4, 1, 1)
 
 
@@ -218,7 +225,8 @@ def test_custom_leaf_module_wrapped_function_buffers_and_constant(tmp_path):
     text = result.py_path.read_text()
     assert "from custommodel import Gate" in text and "self.gate = Gate(4, alpha=0.25)" in text
     assert "from custommodel import shift as custommodel_shift" in text
-    assert 'torch.fx.wrap("custommodel_shift")' in text and "custommodel_shift(gate, scale = 3.0)" in text
+    assert 'torch.fx.wrap("custommodel_shift")' in text and "custommodel_shift(gate, scale=3.0)" in text
+    assert "from custommodel import Path as custommodel_Path" in text and "path = custommodel_Path(shift)" in text
     assert "torch.fx._symbolic_trace" not in text
     assert "# A tensor constant captured when the graph was traced" in text
     assert "def forward(self, input):" in text and "input_1 = input" in text

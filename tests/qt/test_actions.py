@@ -96,6 +96,7 @@ def test_duplicate_then_erase_the_unused_copy_by_shortcut(actions_for, qtbot):
     assert not copy.users
     QTest.keyClick(host, Qt.Key_Delete)  # no users: erased at once, no question
     assert doc.find(copy.name) is None and actions.dialog is None
+    assert selection.current() is None
     assert len(doc.history) == 2
 
 

@@ -189,3 +189,15 @@ def test_rendered_canvas_shows_cards_in_their_op_colours(qtbot, tmp_path):
     p.end()
     colours = {img.pixelColor(x, y).name() for x in range(img.width()) for y in range(0, img.height(), 2)}
     assert canvas.canvas_scene.in_overview() and st.OP_COLORS["call_module"] in colours
+
+
+def test_an_edit_that_keeps_the_wiring_updates_cards_without_a_relayout(qtbot):
+    canvas, doc, _, _ = open_canvas(qtbot)
+    scene = canvas.canvas_scene
+    layout = scene.layout
+    doc.apply_edit({"op": "set_target", "node": "add", "target": "operator.sub"})
+    assert scene.cards["add"].info.target == "operator.sub"
+    assert scene.layout is layout   # same wiring: the cards were refreshed in place
+    doc.apply_edit({"op": "rename", "node": "add", "name": "residual"})
+    assert "residual" in scene.cards and "add" not in scene.cards and scene.layout is not layout
+    assert scene.cards["layer1_0_relu_1"].info.ports[0].src == "residual"

@@ -204,3 +204,13 @@ def test_hidden_panel_catches_up_when_shown(panel_for):
     assert panel.name_field.text() == "add"  # not redrawn while hidden
     panel.show()
     assert panel.name_field.text() == "mul" and panel.fields[1].currentText() == "7"
+
+
+def test_document_check_marks_a_cycle_before_enter(panel_for, qtbot):
+    doc, _, panel = panel_for("sub_chain.py", "add")
+    field = panel.fields[0]
+    replace_text(field, "%mul", enter=False)
+    assert field.message is None  # it parses: the parser has nothing to say
+    qtbot.waitUntil(lambda: bool(field.message), timeout=3000)
+    assert "cycle" in field.message and field.property("fxsState") == "invalid"
+    assert doc.history == []

@@ -121,6 +121,7 @@ def test_erase_batchnorm_with_replacement(editor):
     assert picker.selected_name() == "conv1"  # its input is offered first
     QTest.mouseClick(picker.ok_button, Qt.LeftButton)
     assert ed.doc.find("bn1") is None
+    assert ed.panel.name_field.text() == "conv1"  # the replacement is selected and shown
     m = ed.doc.loaded.module
     with torch.no_grad():
         expected = m.relu2(m.bn2(m.conv2(m.relu1(m.conv1(ed.x)))))

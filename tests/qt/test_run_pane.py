@@ -139,3 +139,13 @@ def test_cancel_stops_a_running_comparison(qtbot, pane):
     qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
     assert pane.status.text() == "Run cancelled." and reports == []
     assert pane.run_button.isEnabled()
+
+
+def test_divergence_colours_follow_the_tolerance_score():
+    from fxstudio.qt.divergence_colors import divergence_color
+
+    assert divergence_color(None) is None
+    grey, green = divergence_color(0.0), divergence_color(0.5)
+    amber, red, inf = divergence_color(10.0), divergence_color(1e6), divergence_color(float("inf"))
+    assert grey.saturation() < 60 and green.green() > green.red()
+    assert amber.green() > red.green() and red == inf and red.red() > 190

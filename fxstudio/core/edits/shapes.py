@@ -17,7 +17,9 @@ from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
 from fxstudio.core.metadata import dtype_name
 
+DEFAULT_BUDGET = 200  # node evaluations per edit (~0.5 ms each) before the rest is marked unknown
 _UNKNOWN = object()
+_SHARED_MODE = None
 _MAX_DEPTH = 64  # how far up to evaluate inputs that recorded no metadata (x.shape[0] chains)
 _META_KEYS = ("tensor_meta", "fxs_shape", "fxs_dtype", "fxs_shape_error")
 
@@ -27,35 +29,47 @@ class ShapeRefresher:
 
     def __init__(self, gm: torch.fx.GraphModule):
         self.gm = gm
-        self._mode = None
         self.enabled = any("tensor_meta" in n.meta for n in gm.graph.nodes if n.op == "placeholder")
+        self.complete = True
 
     @property
     def mode(self):
-        """The fake mode (created on first use: it costs an import)."""
-        if self._mode is None:
+        """The fake mode, shared by all documents of the process (its caches then stay warm);
+        created on first use since it costs an import. Edits run on one thread."""
+        global _SHARED_MODE
+        if _SHARED_MODE is None:
             from torch._subclasses.fake_tensor import FakeTensorMode
 
-            self._mode = FakeTensorMode(allow_non_fake_inputs=True)
-        return self._mode
+            _SHARED_MODE = FakeTensorMode(allow_non_fake_inputs=True)
+        return _SHARED_MODE
 
-    def refresh(self, nodes: list[torch.fx.Node]) -> set[torch.fx.Node]:
+    def refresh(self, nodes: list[torch.fx.Node], budget: int | None = DEFAULT_BUDGET) -> set[torch.fx.Node]:
         """Recompute ``nodes`` and, transitively, users whose inputs changed; returns the nodes
-        whose shape metadata changed."""
+        whose shape metadata changed.
+
+        After ``budget`` evaluations the rest of the wave is not computed but cleared (shape
+        unknown, never stale) and ``complete`` turns False until a refresh without budget.
+        """
         if not self.enabled or not nodes:
             return set()
+        evaluations = 0
         heap = list({n for n in nodes if not n._erased})
         heapq.heapify(heap)
         queued = set(heap)
         values: dict[torch.fx.Node, Any] = {}
         changed: set[torch.fx.Node] = set()
-        with warnings.catch_warnings(), torch.no_grad():
+        with warnings.catch_warnings(), torch.no_grad(), self.mode:
             warnings.simplefilter("ignore")
             while heap:
                 node = heapq.heappop(heap)
                 if node.op == "placeholder":
                     continue
-                value, error = self._evaluate(node, values)
+                if budget is not None and evaluations >= budget:
+                    self.complete = False
+                    value, error = _UNKNOWN, None
+                else:
+                    evaluations += 1
+                    value, error = self._evaluate(node, values)
                 values[node] = value
                 if self._write(node, value, error):
                     changed.add(node)
@@ -81,9 +95,8 @@ class ShapeRefresher:
         return value
 
     def _fake_from_meta(self, meta: Any) -> Any:
-        if isinstance(meta, TensorMetadata):
-            with self.mode:
-                return torch.empty_strided(tuple(meta.shape), tuple(meta.stride), dtype=meta.dtype)
+        if isinstance(meta, TensorMetadata):  # called inside the fake mode
+            return torch.empty_strided(tuple(meta.shape), tuple(meta.stride), dtype=meta.dtype)
         if isinstance(meta, (list, tuple)):
             return type(meta)(self._fake_from_meta(m) for m in meta) if isinstance(meta, list) \
                 else tuple(self._fake_from_meta(m) for m in meta)
@@ -102,21 +115,20 @@ class ShapeRefresher:
         kwargs = torch.fx.node.map_arg(node.kwargs, fetch)
         if unknown:
             return _UNKNOWN, None
-        try:
-            with self.mode:
-                if node.op == "output":
-                    return args[0], None
-                if node.op == "get_attr":
-                    obj = self.gm
-                    for part in str(node.target).split("."):
-                        obj = getattr(obj, part)
-                    return (self.mode.from_tensor(obj) if isinstance(obj, torch.Tensor) else obj), None
-                if node.op == "call_function":
-                    return node.target(*args, **kwargs), None
-                if node.op == "call_method":
-                    return getattr(args[0], node.target)(*args[1:], **kwargs), None
-                if node.op == "call_module":
-                    return self.gm.get_submodule(node.target)(*args, **kwargs), None
+        try:  # inside the fake mode (see refresh)
+            if node.op == "output":
+                return args[0], None
+            if node.op == "get_attr":
+                obj = self.gm
+                for part in str(node.target).split("."):
+                    obj = getattr(obj, part)
+                return (self.mode.from_tensor(obj) if isinstance(obj, torch.Tensor) else obj), None
+            if node.op == "call_function":
+                return node.target(*args, **kwargs), None
+            if node.op == "call_method":
+                return getattr(args[0], node.target)(*args[1:], **kwargs), None
+            if node.op == "call_module":
+                return self.gm.get_submodule(node.target)(*args, **kwargs), None
         except (RuntimeError, ValueError, TypeError, IndexError, AttributeError, KeyError, AssertionError) as exc:
             if _is_fake_limitation(exc):
                 return _UNKNOWN, None

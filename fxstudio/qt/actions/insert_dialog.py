@@ -17,7 +17,9 @@ from PySide6.QtWidgets import (
 from fxstudio.core.argsyntax import parse_value
 from fxstudio.core.errors import FxStudioError
 from fxstudio.core.target_catalog import OP_KINDS, filter_targets, targets_for
+from fxstudio.core.targets import parse_target
 from fxstudio.qt.actions.dialog_style import DIALOG_QSS
+from fxstudio.qt.properties.signature import signature_text
 
 LIST_LIMIT = 400
 """Matches listed at once; typing narrows the rest down."""
@@ -71,6 +73,10 @@ class InsertDialog(QDialog):
         form.addRow(self._key("find"), self.search)
         form.addRow(self._key(""), self.targets)
         form.addRow(self._key("target"), self.target)
+        self.signature = QLabel()
+        self.signature.setObjectName("fxsDialogHint")
+        self.signature.setWordWrap(True)
+        form.addRow(self._key(""), self.signature)
         form.addRow(self._key("args"), self.args)
         form.addRow(self._key("kwargs"), self.kwargs)
         form.addRow(self._key("name"), self.name)
@@ -153,6 +159,17 @@ class InsertDialog(QDialog):
     def _pick(self, text: str) -> None:
         if text:
             self.target.setText(text)
+            self.signature.setText(self._signature_of(text))
+
+    def _signature_of(self, text: str) -> str:
+        kind = self.kind.currentText()
+        try:
+            target = parse_target(kind, text, self._doc.edited, self._doc.loaded.user_module) \
+                if kind == "call_function" else text
+        except FxStudioError:
+            return ""
+        sig = signature_text(kind, target)
+        return f"{text.rsplit('.', 1)[-1]}{sig}" if sig else ""
 
     def _validate_fields(self) -> str | None:
         """Mark the args/kwargs fields that do not parse; return the first message."""

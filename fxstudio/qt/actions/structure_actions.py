@@ -203,7 +203,8 @@ class StructureActions(QObject):
         if node is None:
             return
         if not node.users:
-            self.apply({"op": "erase", "node": node.name})
+            if self.apply({"op": "erase", "node": node.name}) is None:
+                self.selection.clear()
             return
         doc = self._doc_provider()
         users = ", ".join(u.name for u in list(node.users)[:6]) + (" …" if len(node.users) > 6 else "")
@@ -213,8 +214,16 @@ class StructureActions(QObject):
         self._show(NodePickerDialog(
             f"Erase {node.name}", prompt, feeder_candidates(doc, node),
             preselect=inputs[0].name if inputs else None, ok_text="Erase",
-            apply=lambda name, n=node.name: self.apply({"op": "erase", "node": n, "replace_uses_with": name}),
+            apply=lambda name, n=node.name: self._erase_with(n, name),
             parent=self.parent_widget))
+
+    def _erase_with(self, name: str, replacement: str) -> str | None:
+        """Erase ``name`` pointing its users at ``replacement``, which is then selected."""
+        message = self.apply({"op": "erase", "node": name, "replace_uses_with": replacement})
+        doc = self._doc_provider()
+        if message is None and doc is not None and doc.find(replacement) is not None:
+            self.selection.set([doc.id_of(doc.find(replacement))])
+        return message
 
     def _replace_uses(self) -> None:
         node = self._node()

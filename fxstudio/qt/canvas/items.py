@@ -252,6 +252,13 @@ class EdgeItem(QGraphicsItem):
             x1 += 8 + 6.0 * len(self.label)
         self._bounds = QRectF(x0, min(ys) - a - 8, x1 - x0, max(ys) - min(ys) + 2 * a + 16)
 
+    def set_label(self, label: str) -> None:
+        """Show another shape beside the edge."""
+        self.label = label
+        pts, self.points = self.points, ()
+        self.set_points(pts)   # recomputes the bounds for the new label width
+        self.update()
+
     def polygon(self) -> QPolygonF:
         """The route as a polygon (built on demand)."""
         if self._poly is None:

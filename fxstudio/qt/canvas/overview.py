@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QPainter, QPainterPath
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 from pyqtgraph.functions import arrayToQPath
 
@@ -67,8 +67,9 @@ class OverviewItem(QGraphicsItem):
         painter.setPen(st.pen(st.EDGE_COLOR, 0.0, True))
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.drawPath(self._edges)
-        painter.setPen(Qt.PenStyle.NoPen)
         for fill, rects in self._rects:
+            # A cosmetic outline in the fill colour keeps a card at least a pixel wide when tiny.
+            painter.setPen(_outline(fill))
             painter.setBrush(fill)
             painter.drawRects(rects)
         if not self.highlights:
@@ -83,6 +84,12 @@ class OverviewItem(QGraphicsItem):
             cx, cy = x + w / 2, y + h / 2
             painter.setBrush(st.color(colour))
             painter.drawRect(QRectF(cx - max(w / 2, m), cy - max(h / 2, m), 2 * max(w / 2, m), 2 * max(h / 2, m)))
+
+
+def _outline(fill: QColor) -> QPen:
+    pen = QPen(fill, 0.0)
+    pen.setCosmetic(True)
+    return pen
 
 
 def bounds(layout: Layout) -> tuple[float, float, float, float]:

@@ -275,6 +275,30 @@ class CanvasScene(QGraphicsScene):
         pts[-1] = (port.x(), port.y())
         return pts
 
+    def update_in_place(self, nodes: list[torch.fx.Node], id_of) -> bool:
+        """Refresh the cards of ``nodes`` without a relayout, if their wiring is what the cards show.
+
+        Returns False (and changes nothing) when a node has no card, was renamed, or its inputs
+        differ from its ports: then the caller relays out."""
+        infos = []
+        for node in nodes:
+            card = self.cards.get(node.name)
+            if card is None or card.info.node_id != id_of(node):
+                return False
+            info = card_info(node, id_of(node), self.graph_module)
+            if info.ports != card.info.ports:
+                return False
+            infos.append((card, info))
+        for card, info in infos:
+            if info != card.info:
+                card.set_info(info)
+        # The shape an edge carries may have changed with its source (only labelled edges show it).
+        labels = {n.name: edge_label(n) for n in nodes}
+        for (src, _, _, _), edge in self.edges.items():
+            if src in labels and edge.label and edge.label != labels[src]:
+                edge.set_label(labels[src])
+        return True
+
     # -- queries used by the view ---------------------------------------------------------------
     def card_at(self, pos: QPointF, tolerance: float = 0.0) -> NodeCard | None:
         """The node card under ``pos`` (scene coordinates), ports included; ``tolerance`` widens

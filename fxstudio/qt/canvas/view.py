@@ -57,6 +57,9 @@ class GraphCanvas(QGraphicsView):
         self.setResizeAnchor(QGraphicsView.ViewportAnchor.AnchorViewCenter)
         self.setDragMode(QGraphicsView.DragMode.NoDrag)
         self.setFrameShape(QFrame.Shape.NoFrame)
+        # Navigation is by drag, keys, wheel and the minimap; scroll bars would only take room.
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.setMouseTracking(True)
 
@@ -101,10 +104,19 @@ class GraphCanvas(QGraphicsView):
 
     def _on_event(self, event) -> None:
         """Redraw after an edit, undo, redo or reset: incremental layout, cards updated in place."""
+        if event.kind == "saved":
+            return
         self._cancel_drag()
         if event.kind == "reset":
             self._relayout(previous=None)
             return
+        if not event.added and not event.removed:
+            nodes = [self.document.node(i) for i in event.changed]
+            if all(n is not None for n in nodes) and self.canvas_scene.update_in_place(nodes, self.document.id_of):
+                # Same wiring (a constant, a keyword or a target changed): no relayout needed.
+                if self._pattern:
+                    self._rematch()
+                return
         refresh: set[str] = set()
         for nid in set(event.added) | set(event.changed):
             node = self.document.node(nid)
@@ -169,12 +181,18 @@ class GraphCanvas(QGraphicsView):
 
     def center_on_node(self, node_id: int) -> bool:
         """Scroll so the node's card is visible (centred if it was off screen); False if not shown."""
-        card = self.canvas_scene.by_id.get(node_id)
-        if card is None:
+        item = self.canvas_scene.by_id.get(node_id)
+        if item is None and self.document is not None:   # inside a collapsed module: go to its card
+            node = self.document.node(node_id)
+            path = node.meta.get("fxs_module_path", "") if node is not None else ""
+            while path and item is None:
+                item = self.canvas_scene.group_cards.get(path)
+                path = path.rpartition(".")[0]
+        if item is None:
             return False
         visible = self.mapToScene(self.viewport().rect()).boundingRect()
-        if not visible.contains(card.sceneBoundingRect()):
-            self.centerOn(card.sceneBoundingRect().center())
+        if not visible.contains(item.sceneBoundingRect()):
+            self.centerOn(item.sceneBoundingRect().center())
         return True
 
     def viewport_pos_of(self, name: str, where: str = "center") -> QPoint:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QStringListModel, Qt, Signal
+from PySide6.QtCore import QStringListModel, Qt, QTimer, Signal
 from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QWidget
 
 from fxstudio.qt.properties.style import KEY_WIDTH, key_label, small_button
@@ -20,6 +20,8 @@ Validator = Callable[[str], "str | None"]
 """Returns the parser's message for invalid text, None when the text parses."""
 Candidates = Callable[[], "list[str]"]
 """Returns the name of every node that may legally feed the edited node, in graph order."""
+CHECK_DELAY_MS = 250
+"""Pause in typing after which a parsable value is checked against the document."""
 Apply = Callable[[dict], "str | None"]
 """Applies one edit op dict; returns the refusal reason, or None when it applied."""
 
@@ -37,7 +39,7 @@ class ValueField(QComboBox):
     validity_changed = Signal(str)
 
     def __init__(self, text: str, *, validate: Validator, candidates: Candidates | None = None,
-                 default: bool = False, parent: QWidget | None = None):
+                 default: bool = False, check: Validator | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setEditable(True)
         self.setCompleter(None)
@@ -46,6 +48,8 @@ class ValueField(QComboBox):
         self.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)
         self.setMinimumContentsLength(8)
         self._validate = validate
+        self._check = check
+        self._check_timer: QTimer | None = None
         self._candidates = candidates
         self._original = text
         self._populated = False
@@ -105,7 +109,28 @@ class ValueField(QComboBox):
 
     def _on_edited(self, text: str) -> None:
         self._done = False
-        self.mark(self._validate(text))
+        message = self._validate(text)
+        self.mark(message)
+        if self._check is not None and message is None:
+            self._schedule_check()
+
+    def _schedule_check(self) -> None:
+        """Ask the document whether the edit would apply once typing pauses (a cycle, a keyword the
+        target does not take): the parser only knows the syntax."""
+        if self._check_timer is None:
+            self._check_timer = QTimer(self)
+            self._check_timer.setSingleShot(True)
+            self._check_timer.setInterval(CHECK_DELAY_MS)
+            self._check_timer.timeout.connect(self._run_check)
+        self._check_timer.start()
+
+    def _run_check(self) -> None:
+        text = self.currentText()
+        if self._check is None or self.message or text.strip() == self._original.strip():
+            return
+        message = self._check(text)
+        if message:
+            self.mark(message)
 
     def _on_return(self) -> None:
         self._submit(self.currentText())
@@ -147,9 +172,11 @@ class ArgumentRows(QWidget):
     """
 
     def __init__(self, apply: Apply, validate: Validator, candidates: Candidates | None,
-                 on_refused: Callable[[str], None] | None = None, parent: QWidget | None = None):
+                 on_refused: Callable[[str], None] | None = None,
+                 check_edit: Callable[[dict], "str | None"] | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self._apply = apply
+        self._check_edit = check_edit
         self._on_refused = on_refused
         self._validate = validate
         self._candidates = candidates
@@ -165,7 +192,12 @@ class ArgumentRows(QWidget):
     def add_row(self, label: str, key: int | str, text: str, *, node: str, default: bool = False,
                 removable: bool = False, tooltip: str = "") -> ValueField:
         """Add a row editing ``node``'s argument ``key``; Enter applies one ``set_arg``."""
-        field = ValueField(text, validate=self._validate, candidates=self._candidates, default=default)
+        check = None
+        if self._check_edit is not None:
+            check = lambda value, k=key: self._check_edit(  # noqa: E731
+                {"op": "set_arg", "node": node, "key": k, "value": value})
+        field = ValueField(text, validate=self._validate, candidates=self._candidates, default=default,
+                           check=check)
         error = QLabel()
         error.setObjectName("fxsError")
         error.setWordWrap(True)

@@ -3,61 +3,33 @@ in target syntax, its submodule's repr, and the nodes that may legally feed it."
 
 from __future__ import annotations
 
-import operator
 from collections import deque
 
 import torch
 import torch.fx
 
 from fxstudio.core.errors import FxStudioError
+from fxstudio.core.metadata import shape_text
+from fxstudio.core.targets import format_target, parse_target
 
 REPR_LINE_LIMIT = 30
 
 
 def shape_of(node: torch.fx.Node) -> str:
-    """``"1×64×56×56 float32"`` for a tensor node, ``""`` when unknown (metadata.shape_text if present)."""
+    """``"1×64×56×56 float32"`` for a tensor node, ``""`` when unknown."""
     try:
-        from fxstudio.core.metadata import shape_text
-    except ImportError:
-        shape_text = None
-    if shape_text is not None:
-        try:
-            return shape_text(node)
-        except Exception:  # noqa: BLE001 - a node without metadata has no shape to show
-            return ""
-    shape = node.meta.get("fxs_shape")
-    dtype = node.meta.get("fxs_dtype")
-    if isinstance(shape, tuple):
-        dims = "×".join(str(d) for d in shape) or "scalar"
-        return f"{dims} {dtype}" if dtype else dims
-    return ""
+        return shape_text(node)
+    except Exception:  # noqa: BLE001 - a node with odd metadata simply has no shape to show
+        return ""
 
 
 def format_target_text(node: torch.fx.Node, user_module=None) -> str:
     """The node's target in target syntax (``torch.relu``, ``operator.add``, ``reshape``, ``layer1.0``)."""
-    try:
-        from fxstudio.core.targets import format_target
-    except ImportError:
-        format_target = None
-    if format_target is not None:
-        return format_target(node, user_module)
-    target = node.target
-    if isinstance(target, str):
-        return target
-    name = getattr(target, "__name__", None)
-    for prefix, namespace in (("torch", torch), ("torch.nn.functional", torch.nn.functional),
-                              ("operator", operator)):
-        if name and getattr(namespace, name, None) is target:
-            return f"{prefix}.{name}"
-    return f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', name)}"
+    return format_target(node, user_module)
 
 
 def validate_target(doc, op: str, text: str) -> str | None:
     """The reason ``text`` is not a valid target for an ``op`` node of ``doc``, or None."""
-    try:
-        from fxstudio.core.targets import parse_target
-    except ImportError:
-        return None  # the document validates on apply
     try:
         parse_target(op, text.strip(), doc.edited, doc.loaded.user_module)
     except FxStudioError as exc:

@@ -234,7 +234,7 @@ class PropertiesPanel(QWidget):
             return feeder_names(doc, node)
 
         layout.addWidget(section_label("Arguments"))
-        rows = ArgumentRows(self._apply, validate, candidates, self.edit_refused.emit)
+        rows = ArgumentRows(self._apply, validate, candidates, self.edit_refused.emit, doc.check_edit)
         for i, value in enumerate(node.args):
             name = view.positional_names[i] if i < len(view.positional_names) else None
             if node.op == "output":
@@ -261,7 +261,7 @@ class PropertiesPanel(QWidget):
             layout.addWidget(self.add_keyword)
         if view.defaults:
             layout.addWidget(section_label("Defaults"))
-            defaults = ArgumentRows(self._apply, validate, candidates, self.edit_refused.emit)
+            defaults = ArgumentRows(self._apply, validate, candidates, self.edit_refused.emit, doc.check_edit)
             for key, value in view.defaults:
                 try:
                     text = format_value(value)

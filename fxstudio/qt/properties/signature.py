@@ -8,6 +8,7 @@ the panel never shows a default that might not be the one used.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import warnings
 from dataclasses import dataclass, field
@@ -16,6 +17,8 @@ from typing import Any
 import torch
 import torch.fx
 from torch.fx.operator_schemas import get_signature_for_torch_op
+
+from fxstudio.core.metadata import normalized_arguments
 
 
 @dataclass
@@ -29,38 +32,50 @@ class ParamView:
 
 
 def _candidate_signatures(node: torch.fx.Node, root: torch.nn.Module | None) -> list[inspect.Signature]:
-    target = node.target
-    if node.op == "call_module" and root is not None:
+    if node.op == "call_module":
         try:
-            return [inspect.signature(root.get_submodule(str(target)).forward)]
-        except (AttributeError, ValueError, TypeError):
+            return list(_forward_signatures(type(root.get_submodule(str(node.target)))))
+        except AttributeError:
             return []
-    if node.op == "call_method":
+    if node.op in ("call_method", "call_function"):
+        try:
+            return list(_callable_signatures(node.op, node.target))
+        except TypeError:  # an unhashable target: not worth caching, rare
+            return list(_callable_signatures.__wrapped__(node.op, node.target))
+    return []
+
+
+@functools.lru_cache(maxsize=256)
+def _forward_signatures(cls: type) -> tuple[inspect.Signature, ...]:
+    try:
+        sig = inspect.signature(cls.forward)
+    except (ValueError, TypeError):
+        return ()
+    return (sig.replace(parameters=list(sig.parameters.values())[1:]),)  # drop self
+
+
+@functools.lru_cache(maxsize=1024)
+def _callable_signatures(op: str, target: Any) -> tuple[inspect.Signature, ...]:
+    """Signatures of a function target, or of a Tensor method with ``self`` as its first parameter
+    (``node.args[0]`` of a ``call_method`` node is the tensor). Cached: building them parses text."""
+    if op == "call_method":
         method = getattr(torch.Tensor, str(target), None)
-        sigs = []
         if method is not None:
             try:
-                sig = inspect.signature(method)
-                params = list(sig.parameters.values())[1:]  # drop self
-                sigs = [sig.replace(parameters=params)]
+                return (inspect.signature(method),)
             except (ValueError, TypeError):
-                sigs = []
-        if not sigs and callable(getattr(torch, str(target), None)):
-            # Tensor.clamp(...) takes torch.clamp's arguments without the first one.
-            for sig in get_signature_for_torch_op(getattr(torch, str(target))) or []:
-                params = list(sig.parameters.values())[1:]
-                sigs.append(sig.replace(parameters=params))
-        return sigs
-    if node.op == "call_function":
-        try:
-            return [inspect.signature(target)]
-        except (ValueError, TypeError):
-            pass
-        try:
-            return list(get_signature_for_torch_op(target) or [])
-        except Exception:  # noqa: BLE001 - torch raises assorted errors for non-ops
-            return []
-    return []
+                pass
+        function = getattr(torch, str(target), None)
+        # Tensor.clamp(...) takes torch.clamp's arguments, the tensor being torch.clamp's first.
+        return tuple(get_signature_for_torch_op(function) or []) if callable(function) else ()
+    try:
+        return (inspect.signature(target),)
+    except (ValueError, TypeError):
+        pass
+    try:
+        return tuple(get_signature_for_torch_op(target) or [])
+    except Exception:  # noqa: BLE001 - torch raises assorted errors for non-ops
+        return ()
 
 
 def _binds(sig: inspect.Signature, node: torch.fx.Node) -> bool:
@@ -86,10 +101,6 @@ def parameter_view(node: torch.fx.Node, root: torch.nn.Module | None) -> ParamVi
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # torch's schema parser warns about List[~t] parameters
         view = _signature_view(node, root)
-        try:
-            from fxstudio.core.metadata import normalized_arguments
-        except ImportError:
-            return view
         normalized, note = normalized_arguments(node)
     if normalized is None:
         if note and "positional-only" not in note and node.op != "call_method":
@@ -151,3 +162,29 @@ def _same(a: Any, b: Any) -> bool:
         return bool(a == b) and type(a) is type(b)
     except Exception:  # noqa: BLE001 - tensors and odd defaults compare strangely
         return a is b
+
+
+def signature_text(op: str, target: Any) -> str:
+    """A one-line call signature for a resolved target, without annotations: ``(input, *, alpha=1)``;
+    ``""`` when unknown. Several overloads show the first and how many more there are."""
+    if op not in ("call_function", "call_method"):
+        return ""
+    try:
+        sigs = [s for s in _callable_signatures(op, target) if "out" not in s.parameters]
+    except TypeError:
+        return ""
+    if any(_mentions_tensor(s) for s in sigs):
+        sigs = [s for s in sigs if _mentions_tensor(s)]
+    if not sigs:
+        return ""
+    parts, star = [], False
+    for p in sigs[0].parameters.values():
+        if p.kind == p.KEYWORD_ONLY and not star:
+            parts.append("*")
+            star = True
+        text = {p.VAR_POSITIONAL: f"*{p.name}", p.VAR_KEYWORD: f"**{p.name}"}.get(p.kind, p.name)
+        if p.default is not inspect.Parameter.empty:
+            text += f"={p.default!r}"
+        parts.append(text)
+    more = f"   (+{len(sigs) - 1} overloads)" if len(sigs) > 1 else ""
+    return f"({', '.join(parts)}){more}"
