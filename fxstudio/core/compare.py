@@ -284,6 +284,8 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
             continue
         report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, feed(), seed, device),
                                                   device=device, repeats=repeats, cancel=is_cancelled)
+    if is_cancelled is not None and is_cancelled():
+        raise RunCancelled("The run was cancelled.")
     if "original" in outs and "traced" in outs:
         report.trace_outputs = _output_metrics(outs["original"], outs["traced"], rtol=rtol, atol=atol)
     if "original" in outs and "edited" in outs:

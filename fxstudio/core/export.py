@@ -21,7 +21,7 @@ import torch
 
 import fxstudio
 from fxstudio.core.errors import ExportError
-from fxstudio.core.export_codegen import generate_file
+from fxstudio.core.export_codegen import OriginalEntry, generate_file
 from fxstudio.core.export_verify import ExportCancelled, compare, reference_outputs, run_exported
 
 __all__ = ["ExportCancelled", "ExportResult", "ExportTargetError", "export_python", "weights_path_for"]
@@ -76,7 +76,7 @@ def export_python(
     started = time.perf_counter()
     report = progress or (lambda message, fraction: None)
     loaded, module, edit_labels = _unpack(source)
-    out_path = Path(out_path)
+    out_path = Path(os.path.abspath(out_path))  # the check runs in another working folder
     weights_path = weights_path_for(out_path)
     _check_target(out_path, weights_path, loaded, script_path)
 
@@ -93,6 +93,7 @@ def export_python(
         user_module=loaded.user_module,
         user_import=user_import,
         record_names=bool(edit_labels),
+        original=_original_entry(loaded) if user_import else None,
     )
     if user_import and out_path.stem == user_import and generated.requirements:
         raise ExportTargetError(
@@ -147,6 +148,19 @@ def export_python(
         requirements=generated.requirements,
         seconds=time.perf_counter() - started,
     )
+
+
+def _original_entry(loaded: LoadedModel) -> OriginalEntry | None:
+    """The model file's entry as the exported file can import it, if it builds a model by itself."""
+    name = loaded.entry
+    obj = getattr(loaded.user_module, name, None) if name and name.isidentifier() else None
+    if obj is None:
+        return None
+    if isinstance(obj, torch.nn.Module):
+        return OriginalEntry(name, False, loaded.module)
+    if isinstance(obj, type) or callable(obj):
+        return OriginalEntry(name, True, loaded.module)
+    return None
 
 
 def _unpack(source: Any) -> tuple[LoadedModel, torch.fx.GraphModule, list[str]]:

@@ -60,6 +60,16 @@ def _attach(root: nn.Module, path: str, value) -> None:
 
 
 @dataclass
+class OriginalEntry:
+    """The model file's entry (``Custom``, ``get_model`` or a ``model`` instance), from which the
+    exported file takes submodules that cannot be rebuilt from their configuration."""
+
+    name: str
+    called: bool  # a class or factory, called with no arguments (else a module-level instance)
+    module: nn.Module  # the original as loaded: paths and structure are checked against it
+
+
+@dataclass
 class GeneratedFile:
     """An exported model file's source and the tensors its weights file holds."""
 
@@ -233,6 +243,7 @@ def generate_file(
     user_module: Any = None,
     user_import: str | None = None,
     record_names: bool = False,
+    original: OriginalEntry | None = None,
 ) -> GeneratedFile:
     """Generate the exported file for ``gm`` (see the module docstring)."""
     graph = plain_graph(gm)
@@ -268,7 +279,7 @@ def generate_file(
             wrapped.append(name)
 
     class_name = namer.claim(class_name)
-    init_lines, weights, needs_attach = _init_body(gm, graph, namer)
+    init_lines, weights, needs_attach = _init_body(gm, graph, namer, original)
     called = {n.target for n in graph.nodes if n.op == "call_module"}
     train_lines = [
         f'    model.get_submodule("{path}").train({m.training})'
@@ -292,13 +303,15 @@ def generate_file(
         out.append("# Needs at import time: " + "; ".join(requirements) + ".")
     out.append('"""A torch.fx graph exported by fxstudio as a plain nn.Module."""')
     out.append("")
-    out.append("from pathlib import Path")
+    top = lambda line: line.split()[1].split(".")[0]  # noqa: E731
+    stdlib = sorted({"from pathlib import Path"} | {x for x in namer.lines if top(x) in ("copy", "math", "operator")})
+    torch_lines = ["import torch", "from torch import nn"] + sorted(
+        x for x in namer.lines if top(x) == "torch" and x != "from torch import nn"
+    )
+    others = [x for x in namer.lines if x not in stdlib and x not in torch_lines]
+    out.extend(stdlib)
     out.append("")
-    out.append("import torch")
-    out.append("from torch import nn")
-    std = sorted(line for line in namer.lines if line.split()[1].split(".")[0] in ("math", "operator", "torch"))
-    others = [line for line in namer.lines if line not in std and line != "from torch import nn"]
-    out.extend(line for line in std if line != "from torch import nn")
+    out.extend(torch_lines)
     if others:
         out.append("")
         out.extend(others)
@@ -351,7 +364,34 @@ def generate_file(
     return GeneratedFile(source, weights, class_name, requirements)
 
 
-def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNamer):
+def _from_original(module: nn.Module, path: str, namer: ImportNamer, original: OriginalEntry | None,
+                   lines: list[str]) -> str | None:
+    """``original.get_submodule(path)`` when the original model has that very submodule, else None."""
+    if original is None or namer.user_import is None:
+        return None
+    try:
+        there = original.module.get_submodule(path)
+    except AttributeError:
+        return None
+    shapes = {k: tuple(v.shape) for k, v in module.state_dict().items()}
+    if type(there) is not type(module) or {k: tuple(v.shape) for k, v in there.state_dict().items()} != shapes:
+        return None
+    if not any(line.startswith("original = ") for line in lines):
+        name = namer.claim(original.name)
+        namer.lines[f"from {namer.user_import} import {original.name}" + (f" as {name}" if name != original.name else "")] = None
+        if original.name not in namer.user_names:
+            namer.user_names.append(original.name)
+        lines.insert(0, "# The model as its file builds it: submodules that cannot be rebuilt from their")
+        lines.insert(1, "# configuration are taken from it (their weights then come from WEIGHTS_FILE).")
+        lines.insert(2, f"original = {name}()" if original.called else f"original = {name}")
+    if original.called:
+        return f'original.get_submodule("{path}")'
+    namer.lines["import copy"] = None
+    return f'copy.deepcopy(original.get_submodule("{path}"))'
+
+
+def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNamer,
+               original: OriginalEntry | None = None):
     """Lines of ``__init__`` after ``super().__init__()``, the weights, and whether ``_attach`` is used."""
     lines: list[str] = []
     weights: dict[str, torch.Tensor] = {}
@@ -366,7 +406,13 @@ def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNam
             raise ExportError(
                 f"cannot export submodule '{node.target}': it is itself a traced GraphModule; inline it first."
             )
-        lines.append(_assign(node.target, constructor_expression(module, node.target, namer)))
+        try:
+            expr = constructor_expression(module, node.target, namer)
+        except ExportError:
+            expr = _from_original(module, node.target, namer, original, lines)
+            if expr is None:
+                raise
+        lines.append(_assign(node.target, expr))
         module_paths.add(node.target)
         for key, value in module.state_dict().items():
             weights[f"{node.target}.{key}"] = value.detach().clone()

@@ -115,33 +115,41 @@ class ImportNamer:
                 "module (a nested function, lambda or method). Move it to the top level of the model file."
             )
         user = self.user_module
-        if user is not None and (module_name == user.__name__ or getattr(user, attr, None) is obj):
-            if getattr(user, attr, None) is not obj:
+        in_user_file = user is not None and getattr(user, attr, None) is obj
+        if user is not None and module_name == user.__name__:
+            if not in_user_file:
                 raise ExportError(
                     f"cannot import {attr} from the model file {self.user_import}.py: the name there "
                     "refers to another object. Give it its own top-level name in the model file."
                 )
-            if attr not in self.user_names:
-                self.user_names.append(attr)
-            return self.user_import, attr
+            return self._from_user_file(attr)
         if module_name == "_operator":
             module_name = "operator"
-        if not module_name or module_name == "__main__":
-            raise ExportError(
-                f"cannot import {what} in the exported file: it was defined in a script run as __main__, "
-                "not in an importable module. Define it in the model file."
-            )
-        try:
-            resolved = __import__(module_name, fromlist=[attr])
-            found = getattr(resolved, attr)
-        except (ImportError, AttributeError):
-            found = None
+        found = None
+        if module_name and module_name != "__main__":
+            try:
+                found = getattr(__import__(module_name, fromlist=[attr]), attr)
+            except (ImportError, AttributeError):
+                found = None
         if found is not obj:
+            if in_user_file:  # e.g. imported into the model file from a module that cannot be imported by name
+                return self._from_user_file(attr)
+            if not module_name or module_name == "__main__":
+                raise ExportError(
+                    f"cannot import {what} in the exported file: it was defined in a script run as __main__, "
+                    "not in an importable module. Define it in the model file."
+                )
             raise ExportError(f"cannot import {what} in the exported file: `from {module_name} import {attr}` "
                               "does not give the same object.")
         if module_name.split(".")[0] not in ("torch", "math", "operator", "builtins"):
             self.other_modules[module_name] = None
         return module_name, attr
+
+
+    def _from_user_file(self, attr: str) -> tuple[str, str]:
+        if attr not in self.user_names:
+            self.user_names.append(attr)
+        return self.user_import, attr
 
 
 def literal(value: Any) -> str:

@@ -71,7 +71,8 @@ class GraphArrays:
 
     ``edges`` holds every (src, dst, key) triple; ``src``/``dst`` the same as int arrays.
     ``weight_like`` marks nodes that only carry data (get_attr, lifted parameters, constants,
-    and nodes computed only from those): the layout puts them right above their consumer.
+    nodes computed only from those, and non-tensor plumbing such as ``x.shape`` and its items
+    when shapes are known): the layout puts them right above their consumer.
     """
 
     names: list[str]
@@ -125,7 +126,10 @@ def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
             weight_like[i] = True
         elif op in ("call_function", "call_method") and (
             not inputs or all(weight_like[index[inp]] for inp, _ in inputs)
+            or ("fxs_shape" in meta and meta["fxs_shape"] is None and node.users)
         ):
+            # Parameters and constants, and non-tensor plumbing (x.shape, its getitems): both
+            # belong next to the op that uses them.
             weight_like[i] = True
     return GraphArrays(
         names=names, ops=ops, targets=targets, module_paths=paths, module_stacks=stacks, shapes=shapes,

@@ -153,7 +153,7 @@ def _pair_crossings(nu: list[int], nv: list[int], posl: list[int]) -> int:
 
 def sweep_layers(
     layer: np.ndarray, seg_src: np.ndarray, seg_dst: np.ndarray, pos: np.ndarray, sweeps: int = 6,
-    transpose_passes: int = 3,
+    transpose_passes: int = 3, median: bool = False,
 ) -> np.ndarray:
     """Classic layer-by-layer barycentre sweeps with adjacent transpositions (plain Python lists).
 
@@ -193,7 +193,14 @@ def sweep_layers(
             keyed = []
             for v in row:
                 nb = adj[v]
-                keyed.append(((sum(posl[a] for a in nb) / len(nb)) if nb else posl[v], posl[v], v))
+                if not nb:
+                    keyed.append((posl[v], posl[v], v))
+                elif median and len(nb) > 2:
+                    ps = sorted(posl[a] for a in nb)
+                    keyed.append((ps[(len(ps) - 1) // 2] if len(ps) % 2 else (ps[len(ps) // 2 - 1] + ps[len(ps) // 2]) / 2,
+                                  posl[v], v))
+                else:
+                    keyed.append((sum(posl[a] for a in nb) / len(nb), posl[v], v))
             keyed.sort()
             row[:] = [k[2] for k in keyed]
             for i, v in enumerate(row):

@@ -31,12 +31,14 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
 
 
 def assign_layers(
-    n: int, src: np.ndarray, dst: np.ndarray, weight_like: np.ndarray, previous: np.ndarray | None = None
+    n: int, src: np.ndarray, dst: np.ndarray, weight_like: np.ndarray, previous: np.ndarray | None = None,
+    sink: bool = False,
 ) -> np.ndarray:
     """Layer of each node; edges (src < dst in topological index order) all point to a later layer.
 
     ``previous`` (a layer per node, -1 where unknown) keeps known nodes on their old layer unless an
-    input forces them lower, so an edit moves only what it has to.
+    input forces them lower, so an edit moves only what it has to. ``sink`` also lets a node with
+    at least as many outputs as inputs sink towards its consumers (an alternative layering).
     """
     layer = np.zeros(n, dtype=np.int64)
     if n == 0:
@@ -54,16 +56,20 @@ def assign_layers(
         if prev is not None and prev[v] > best:
             best = prev[v]
         lay[v] = best
-    if weight_like.any():
-        succ_off, succs = csr(n, src, dst)
-        so = succ_off.tolist()
-        sl = succs.tolist()
-        wl = weight_like.tolist()
-        for v in range(n - 1, -1, -1):
-            if wl[v]:
-                lo, hi = so[v], so[v + 1]
-                if lo != hi:
-                    lay[v] = min(lay[w] for w in sl[lo:hi]) - 1
+    succ_off, succs = csr(n, src, dst)
+    so = succ_off.tolist()
+    sl = succs.tolist()
+    wl = weight_like.tolist()
+    # Sinking pass, bottom up: weight-like nodes go right above their first consumer.
+    for v in range(n - 1, -1, -1):
+        lo, hi = so[v], so[v + 1]
+        if lo == hi:
+            continue
+        below = min(lay[w] for w in sl[lo:hi]) - 1
+        if wl[v]:
+            lay[v] = below
+        elif sink and below > lay[v] and hi - lo >= po[v + 1] - po[v] > 0 and (prev is None or prev[v] < 0):
+            lay[v] = below  # as many outputs as inputs: sinking does not lengthen its edges
     layer[:] = lay
     return layer
 

@@ -26,6 +26,9 @@ ENTRY_FACTORIES = ("get_model", "build_model")
 _user_module_files: dict[str, Path] = {}
 # Sibling modules imported by model files, with their file's mtime when first seen.
 _sibling_stamps: dict[str, tuple[int, int]] = {}
+# Folders of the model files loaded so far (their modules may be dropped when another folder's
+# model imports a same-named sibling).
+_model_folders: set[Path] = set()
 
 
 def run_model_file(path: Path) -> types.ModuleType:
@@ -38,8 +41,11 @@ def run_model_file(path: Path) -> types.ModuleType:
         )
     _check_no_shadowing(name, path)
     folder = str(path.parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    if folder in sys.path:
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)  # first, so its siblings win over same-named files of other model folders
+    _forget_other_folders_modules(path.parent)
+    _model_folders.add(path.parent.resolve())
     _forget_siblings(path.parent)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -128,6 +134,28 @@ def _forget_siblings(folder: Path) -> None:
             _sibling_stamps.pop(mod_name, None)
             # Its .pyc records the source mtime in whole seconds: drop it so the edit is compiled.
             Path(importlib.util.cache_from_source(str(path))).unlink(missing_ok=True)
+
+
+def _forget_other_folders_modules(folder: Path) -> None:
+    """Drop modules named like this folder's files that were imported from another model's folder."""
+    folder = folder.resolve()
+    try:
+        stems = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if (p / "__init__.py").exists()}
+    except OSError:
+        return
+    for name in stems:
+        mod = sys.modules.get(name)
+        mod_file = getattr(mod, "__file__", None) if mod is not None else None
+        if not mod_file:
+            continue
+        try:
+            mod_path = Path(mod_file).resolve()
+        except (OSError, ValueError):
+            continue
+        owner = mod_path.parent.parent if mod_path.name == "__init__.py" else mod_path.parent
+        if owner != folder and owner in _model_folders:
+            del sys.modules[name]
+            _sibling_stamps.pop(name, None)
 
 
 def _stamp_siblings(folder: Path) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import linecache
 import logging
 import sys
+import sysconfig
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,13 +25,66 @@ from fxstudio.core.errors import LoadError
 from fxstudio.core.trace_diagnostics import trace_error
 
 
-class StudioTracer(torch.fx.Tracer):
-    """An fx ``Tracer`` that records stack traces and treats named modules or classes as leaves."""
+def _library_roots() -> tuple[str, ...]:
+    roots = {str(Path(torch.__file__).parent), str(Path(__file__).resolve().parent.parent)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            roots.add(sysconfig.get_paths()[key])
+        except KeyError:
+            continue
+    return tuple(sorted(roots))
 
-    def __init__(self, leaf_modules: Sequence[str] = (), autowrap_functions: Sequence = ()):
+
+_LIBRARY_ROOTS = _library_roots()
+
+
+class StudioTracer(torch.fx.Tracer):
+    """An fx ``Tracer`` that records stack traces and treats named modules or classes as leaves.
+
+    The stack trace of a node lists the frames of user code only (not torch, the standard library
+    or fxstudio), outermost first, in the format of ``traceback.format_list``. Walking the live
+    frames costs about half of fx's own ``record_stack_traces`` capture.
+    """
+
+    def __init__(
+        self, leaf_modules: Sequence[str] = (), autowrap_functions: Sequence = (), user_file: Path | None = None
+    ):
         super().__init__(autowrap_functions=tuple(autowrap_functions))
-        self.record_stack_traces = True
         self.leaf_names = set(leaf_modules)
+        self._user_file = str(user_file) if user_file else None
+        self._is_user_file: dict[str, bool] = {}
+
+    def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        """fx's ``create_node``, then the user-code stack trace on the node."""
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        if not node.stack_trace:
+            trace = self._user_stack()
+            if trace:
+                node.stack_trace = trace
+        return node
+
+    def _user_stack(self) -> str:
+        frames = []
+        frame = sys._getframe(2)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            user = self._is_user_file.get(filename)
+            if user is None:
+                user = self._classify(filename)
+                self._is_user_file[filename] = user
+            if user:
+                lineno = frame.f_lineno
+                code = linecache.getline(filename, lineno).strip()
+                frames.append(f'  File "{filename}", line {lineno}, in {frame.f_code.co_name}\n    {code}\n')
+            frame = frame.f_back
+        return "".join(reversed(frames))
+
+    def _classify(self, filename: str) -> bool:
+        if filename == self._user_file:
+            return True
+        if filename.startswith("<"):
+            return False
+        return not any(filename.startswith(root) for root in _LIBRARY_ROOTS)
 
     def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
         """Leaf when named by path, class name or dotted class path; else fx's default rule."""
@@ -87,7 +142,7 @@ def trace_fx(
 ) -> torch.fx.GraphModule:
     """``symbolic_trace`` of ``root`` with stack traces recorded; ``TraceError`` naming the user's line."""
     _check_leaf_names(root, leaf_modules)
-    tracer = StudioTracer(leaf_modules, autowrap_functions)
+    tracer = StudioTracer(leaf_modules, autowrap_functions, user_file)
     try:
         graph = tracer.trace(root, concrete_args=concrete_args or None)
     except Exception as exc:  # noqa: BLE001 - anything the user's forward raises under tracing

@@ -155,6 +155,7 @@ class OpenFlow(QObject):
             self.progress.hide()
             self.progress.deleteLater()
             self.progress = None
+            self.window.activateWindow()  # keyboard shortcuts go back to the window
         self.task = None
 
     def _cancelled(self, path: Path) -> None:

@@ -31,6 +31,8 @@ from fxstudio.qt.run_plots import COLORS, RunPlots
 from fxstudio.qt.selection import SelectionModel
 
 DTYPES = ["as loaded", "float32", "float16", "bfloat16"]
+REPEATS = 3
+"""Timed runs per model after the warm-up: the pane is interactive, so fewer than the CLI's 5."""
 STATUS_TEXT = {"equal": "equal", "close": "within tol.", "diverged": "DIVERGED", "no_counterpart": "inserted",
                "error": "ERROR"}
 
@@ -46,6 +48,7 @@ class _RunJob(QObject):
     def __init__(self, fn: Callable, parent: QObject | None = None):
         super().__init__(parent)
         self.fn = fn
+        self.doc = None  # the document the run is for; a result for another one is dropped
         self.cancel_event = threading.Event()
         self.thread = threading.Thread(target=self._work, name="fxstudio-run", daemon=True)
 
@@ -108,6 +111,7 @@ class RunPane(QWidget):
         self.report: CompareReport | None = None
         self.stale = False
         self._job: _RunJob | None = None
+        self._changed_during_run = False
         self._unsubscribe = None
         self._build()
         selection.changed.connect(self._follow_selection)
@@ -211,9 +215,14 @@ class RunPane(QWidget):
     def _document_changed(self, event) -> None:
         if getattr(event, "kind", "edited") == "saved":
             return
-        if self.report is not None and not self.stale:
-            self.stale = True
-            self.status.setText(self.status.text() + "<br><i>The graph changed since this run: Run again.</i>")
+        if self._job is not None:
+            self._changed_during_run = True  # the run compares the graph as it was when Run was pressed
+        elif self.report is not None and not self.stale:
+            self._mark_stale()
+
+    def _mark_stale(self) -> None:
+        self.stale = True
+        self.status.setText(self.status.text() + "<br><i>The graph changed since this run: Run again.</i>")
 
     # -- running --------------------------------------------------------------------------------
 
@@ -254,16 +263,18 @@ class RunPane(QWidget):
 
         def work(progress, cancel):
             report = compare_models(original, traced, edited, inputs, device=device, dtype=dtype, rtol=rtol,
-                                    atol=atol, progress=progress, cancel=cancel, seed=seed)
+                                    atol=atol, progress=progress, cancel=cancel, seed=seed, repeats=REPEATS)
             report.notes.insert(0, f"ran on {source}")
             return report
 
         job = _RunJob(work, self)
+        job.doc = doc
         job.progress.connect(self._progress)
         job.finished.connect(self._finished)
         job.failed.connect(self._failed)
         job.cancelled.connect(self._cancelled)
         self._job = job
+        self._changed_during_run = False
         self.progress.setValue(0)
         self.status.setText(f"Running on {device}…")
         self._update_enabled()
@@ -280,26 +291,29 @@ class RunPane(QWidget):
             self.progress.setValue(int(fraction * 1000))
             self.status.setText(f"Running on {self.device.currentText()}: {html.escape(text)}")
 
-    def _end_job(self) -> None:
+    def _end_job(self) -> bool:
+        """Forget the finished job; False when it ran for a document no longer shown (drop its result)."""
         job, self._job = self._job, None
+        current = job is None or job.doc is self.doc
         if job is not None:
             job.deleteLater()
         self._update_enabled()
+        return current
 
     def _finished(self, report: CompareReport) -> None:
-        self._end_job()
-        self.progress.setValue(1000)
-        self.show_report(report)
+        if self._end_job():
+            self.progress.setValue(1000)
+            self.show_report(report)
 
     def _failed(self, message: str) -> None:
-        self._end_job()
-        self.progress.setValue(0)
-        self._show_error(message)
+        if self._end_job():
+            self.progress.setValue(0)
+            self._show_error(message)
 
     def _cancelled(self) -> None:
-        self._end_job()
-        self.progress.setValue(0)
-        self.status.setText("Run cancelled.")
+        if self._end_job():
+            self.progress.setValue(0)
+            self.status.setText("Run cancelled.")
 
     def _show_error(self, message: str) -> None:
         self.status.setText(f"<span style='color:#c62828'>{html.escape(message)}</span>")
@@ -318,6 +332,8 @@ class RunPane(QWidget):
         self.report = report
         self.stale = False
         self.status.setText(self._summary(report))
+        if self._changed_during_run:
+            self._mark_stale()
         self._fill_metrics(report)
         self._fill_nodes(report)
         self.plots.show_report(report)

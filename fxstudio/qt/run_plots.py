@@ -58,6 +58,17 @@ def _decade_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
     return ticks
 
 
+def _tip(row) -> str:
+    """A plotted node's tooltip: name, status and errors."""
+    if row is None:
+        return ""
+    status = "unchanged (computed once)" if row.shared else row.status
+    text = f"{row.name} ({row.op} {row.target})\n{status}"
+    if row.max_abs:
+        text += f", max abs {row.max_abs:.3g}, {row.score:.3g}× tolerance"
+    return text + (f"\n{row.note}" if row.note else "")
+
+
 class RunPlots(pg.GraphicsLayoutWidget):
     """Three plots of a ``CompareReport``; ``node_clicked(int)`` carries the stable id of a clicked point."""
 
@@ -82,7 +93,7 @@ class RunPlots(pg.GraphicsLayoutWidget):
         _style(self.hist_plot, "Output absolute errors", "values", "|edited − original| (log scale)")
 
         _style(self.scatter_plot, "Original vs edited output values", "edited", "original")
-        self._points: pg.PlotDataItem | None = None
+        self._points: pg.ScatterPlotItem | None = None
         self._selected_marker = pg.ScatterPlotItem(size=16, pen=pg.mkPen(COLORS["selected"], width=2),
                                                    brush=pg.mkBrush(None), symbol="o")
         self._xy_by_id: dict[int, tuple[float, float]] = {}
@@ -186,10 +197,13 @@ class RunPlots(pg.GraphicsLayoutWidget):
         for x in inserted:
             plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(QColor(120, 80, 200, 90), width=1)))
         if xs:
-            self._points = pg.PlotDataItem(np.array(xs, float), np.array(ys, float), pen=pg.mkPen(QColor(190, 195, 205)),
-                                           symbol="o", symbolSize=sizes, symbolBrush=brushes,
-                                           symbolPen=pg.mkPen(None), data=ids)
-            self._points.sigPointsClicked.connect(self._points_clicked)
+            # Raw items live in view coordinates, which are log10 on this log-scaled axis.
+            x, y = np.array(xs, float), np.log10(np.array(ys, float))
+            plot.addItem(pg.PlotCurveItem(x, y, pen=pg.mkPen(QColor(190, 195, 205))))
+            by_id = {n.node_id: n for n in rows}
+            self._points = pg.ScatterPlotItem(x=x, y=y, size=sizes, brush=brushes, pen=pg.mkPen(None), data=ids,
+                                              hoverable=True, tip=lambda x, y, data: _tip(by_id.get(data)))
+            self._points.sigClicked.connect(self._points_clicked)
             plot.addItem(self._points)
         if report.first_divergence is not None:
             fd = report.first_divergence
@@ -245,7 +259,8 @@ class RunPlots(pg.GraphicsLayoutWidget):
         if a.size:
             lo, hi = float(min(a.min(), b.min())), float(max(a.max(), b.max()))
             plot.addItem(pg.PlotDataItem([lo, hi], [lo, hi], pen=pg.mkPen(COLORS["tolerance"], style=Qt.PenStyle.DashLine)))
-            plot.addItem(pg.ScatterPlotItem(a, b, size=4, pen=pg.mkPen(None), brush=pg.mkBrush(214, 96, 40, 120)))
+            size = 7 if a.size <= 200 else 4  # a few values are drawn large enough to see
+            plot.addItem(pg.ScatterPlotItem(a, b, size=size, pen=pg.mkPen(None), brush=pg.mkBrush(214, 96, 40, 150)))
         self._titles["scatter"] = (f"Original vs edited: {path} ({a.size} values)", f"Original vs edited: {path}")
         self._apply_titles()
 

@@ -15,7 +15,7 @@ from fxstudio.resources import example_path
 def test_export_command_in_a_real_process(tmp_path):
     out = tmp_path / "wrapped_export.py"
     proc = subprocess.run(
-        [sys.executable, "-m", "fxstudio", "export", str(example_path("wrapped_fn.py")), "-o", str(out)],
+        [sys.executable, "-m", "fxstudio", "export", str(example_path("wrapped_fn.py")), "-o", out.name],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr

@@ -221,3 +221,46 @@ def test_load_script_is_strict(tmp_path, content, reason):
 def test_load_script_missing_file(tmp_path):
     with pytest.raises(ScriptError, match="Cannot read the edit script"):
         load_script(tmp_path / "none.json")
+
+
+def test_shapes_follow_edits_and_undo():
+    doc = doc_for("view_reshape.py")
+    view, out = doc.find("view"), doc.find("output")
+    view_id, out_id = doc.id_of(view), doc.id_of(out)
+    events = []
+    doc.subscribe(events.append)
+    assert view.meta["fxs_shape"] == (6, 1)
+    doc.apply_edit({"op": "set_arg", "node": "view", "key": 2, "value": "2"})
+    assert view.meta["fxs_shape"] == (3, 2) and out.meta["fxs_shape"] == (3, 2)
+    assert {view_id, out_id} <= events[-1].changed
+    doc.undo()
+    assert view.meta["fxs_shape"] == (6, 1) and out.meta["fxs_shape"] == (6, 1)
+    # an impossible shape: no stale shape is shown, and the reason is kept for the Problems dock
+    doc.apply_edit({"op": "set_arg", "node": "view", "key": 1, "value": "4"})
+    assert "fxs_shape" not in view.meta and "fxs_shape" not in out.meta
+    assert "invalid for input of size 6" in view.meta["fxs_shape_error"]
+    doc.undo()
+    assert view.meta["fxs_shape"] == (6, 1) and "fxs_shape_error" not in view.meta
+
+
+def test_inserted_module_gets_its_shape_and_a_large_wave_is_budgeted():
+    doc = doc_for("residual_cnn.py")
+    doc.apply_edit({"op": "insert", "after": "relu", "kind": "call_module",
+                    "target": "torch.nn.Conv2d(16, 16, 1, stride=2)", "args": "(%relu,)", "name": "down"})
+    assert doc.find("down").meta["fxs_shape"] == (1, 16, 16, 16)
+    assert doc.find("down").meta["fxs_dtype"] == "float32"
+    assert doc.shapes_complete
+    # feeding the downsampled map into layer1 changes every shape below it
+    doc.apply_edit({"op": "replace_uses", "node": "relu", "with": "down"})
+    assert doc.find("output").meta["fxs_shape"] == (1, 10)
+    assert doc.find("layer1_0_conv1").meta["fxs_shape"] == (1, 16, 16, 16)
+    assert doc.find("layer2_2_relu_1").meta["fxs_shape"] == (1, 32, 8, 8)
+    assert doc.shapes_complete
+    doc.undo()
+    assert doc.find("layer2_2_relu_1").meta["fxs_shape"] == (1, 32, 16, 16)
+    doc._shapes.budget = 5  # a tiny per-edit budget: the end of the wave is left unknown, not stale
+    doc.redo()
+    assert not doc.shapes_complete and "fxs_shape" not in doc.find("output").meta
+    doc.refresh_shapes()
+    assert doc.find("output").meta["fxs_shape"] == (1, 10)
+    assert doc.shapes_complete and doc.find("layer2_2_relu_1").meta["fxs_shape"] == (1, 32, 8, 8)

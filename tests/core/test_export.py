@@ -190,6 +190,17 @@ class Gate(nn.Module):
         return x * torch.sigmoid(self.weight.view(1, -1, 1, 1)) * self.alpha
 
 
+class Mixer(nn.Module):
+    """A leaf whose constructor argument is not kept: the export takes it from the built model."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x.transpose(1, 3)).transpose(1, 3)
+
+
 class Custom(nn.Module):
     def __init__(self):
         super().__init__()
@@ -197,10 +208,11 @@ class Custom(nn.Module):
         self.conv = nn.Conv2d(3, 4, 3, padding=1)
         self.bn = nn.BatchNorm2d(4)
         self.gate = Gate(4, alpha=0.25)
+        self.mixer = Mixer(4)
         self.eval()
 
     def forward(self, input):
-        x = self.gate(self.bn(self.conv(input)))
+        x = self.mixer(self.gate(self.bn(self.conv(input))))
         x = Path(shift(x, scale=3.0))
         return x + torch.tensor([1.0, 2.0, 3.0, 4.0]).view(1, 4, 1, 1)
 
@@ -215,7 +227,7 @@ def test_custom_leaf_module_wrapped_function_buffers_and_constant(tmp_path):
     model_dir.mkdir()
     out_dir.mkdir()
     (model_dir / "custommodel.py").write_text(CUSTOM_MODEL)
-    loaded = load_model(model_dir / "custommodel.py", leaf_modules=["Gate"])
+    loaded = load_model(model_dir / "custommodel.py", leaf_modules=["Gate", "Mixer"])
     # running statistics that only the weights file can carry (the class builds fresh ones)
     with torch.no_grad():
         loaded.graph_module.bn.running_mean.copy_(torch.tensor([0.5, -0.5, 1.0, 2.0]))
@@ -224,8 +236,10 @@ def test_custom_leaf_module_wrapped_function_buffers_and_constant(tmp_path):
     assert any("custommodel.py" in r and "Gate" in r for r in result.requirements)
     text = result.py_path.read_text()
     assert "from custommodel import Gate" in text and "self.gate = Gate(4, alpha=0.25)" in text
+    assert "from custommodel import Custom" in text and "original = Custom()" in text
+    assert 'self.mixer = original.get_submodule("mixer")' in text
     assert "from custommodel import shift as custommodel_shift" in text
-    assert 'torch.fx.wrap("custommodel_shift")' in text and "custommodel_shift(gate, scale=3.0)" in text
+    assert 'torch.fx.wrap("custommodel_shift")' in text and "custommodel_shift(mixer, scale=3.0)" in text
     assert "from custommodel import Path as custommodel_Path" in text and "path = custommodel_Path(shift)" in text
     assert "torch.fx._symbolic_trace" not in text
     assert "# A tensor constant captured when the graph was traced" in text
@@ -238,7 +252,7 @@ def test_custom_leaf_module_wrapped_function_buffers_and_constant(tmp_path):
         shutil.move(f, moved / f.name)
     got = run_exported(moved / "custom_export.py", loaded.example_inputs, search_paths=[moved, model_dir])
     torch.testing.assert_close(got, reference(loaded.graph_module, loaded.example_inputs), rtol=0, atol=0)
-    again = load_model(moved / "custom_export.py", leaf_modules=["Gate"])
+    again = load_model(moved / "custom_export.py", leaf_modules=["Gate", "Mixer"])
     assert names_and_code(again.graph_module) == names_and_code(loaded.graph_module)
 
 
@@ -320,6 +334,9 @@ def test_unusable_targets_are_refused_and_nothing_is_written(tmp_path):
         with pytest.raises(ExportTargetError, match=message) as info:
             export_python(loaded, target)
         assert info.value.exit_code == 2
+    wrapped = load_model(example_path("wrapped_fn.py"))  # its export imports `wrapped_fn`
+    with pytest.raises(ExportTargetError, match="imports the model file as `wrapped_fn`"):
+        export_python(wrapped, tmp_path / "wrapped_fn.py")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.py", "m.py"]
 
 

@@ -181,3 +181,23 @@ def test_leaf_modules_autowrap_and_bad_option_names(tmp_path):
         load_model(EXAMPLES_DIR / "relu_add.py", autowrap_functions=["nope"])
     with pytest.raises(LoadError, match="--concrete-arg flag: forward\\(\\) has no argument"):
         load_model(EXAMPLES_DIR / "relu_add.py", concrete_args={"flag": True})
+
+
+def test_same_named_siblings_in_two_model_folders_do_not_mix(tmp_path):
+    results = {}
+    for folder, value in (("first", 1.0), ("second", 2.0)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "shared_util.py").write_text(f"VALUE = {value}\n")
+        write(tmp_path / folder / f"model_{folder}.py", """
+        from shared_util import VALUE
+
+        class Net(nn.Module):
+            def forward(self, x):
+                return x + VALUE
+
+        EXAMPLE_INPUTS = (torch.zeros(1),)
+        """)
+    for folder in ("first", "second", "first"):
+        loaded = load_model(tmp_path / folder / f"model_{folder}.py")
+        results.setdefault(folder, []).append(float(loaded.graph_module(torch.zeros(1))))
+    assert results == {"first": [1.0, 1.0], "second": [2.0]}

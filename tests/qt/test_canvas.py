@@ -24,6 +24,10 @@ def test_cards_show_name_target_shape_and_ports(qtbot):
         port = cards[dst].port_pos_for(src, key)
         assert port is not None and (edge.end_point() - port).manhattanLength() < 0.5
     assert "layer1.0" in canvas.canvas_scene.frames
+    # Closing the document empties the canvas.
+    canvas.set_document(None)
+    assert not canvas.canvas_scene.cards and not canvas.canvas_scene.edges and not canvas.minimap.isVisible()
+    assert canvas.search("conv") == 0
 
 
 def test_click_selects_and_selection_from_elsewhere_scrolls_to_the_node(qtbot):

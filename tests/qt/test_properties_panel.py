@@ -27,6 +27,8 @@ def panel_for(qtbot):
         panel.resize(380, 720)
         panel.set_document(doc)
         panel.show()
+        panel.activateWindow()  # keys reach popups (completion, drop-downs) of the active window
+        qtbot.waitUntil(panel.isActiveWindow, timeout=3000)
         select(selection, doc, node)
         return doc, selection, panel
 
@@ -165,7 +167,11 @@ def test_swap_the_target_by_typing(panel_for):
     completer = field.completer()
     assert completer.completionCount() == 1 and completer.currentCompletion() == "relu_add.my_relu"
     assert "torch.sigmoid" in completer.model().stringList()
-    replace_text(field, "relu_add.my_relu")
+    popup = completer.popup()
+    assert popup.isVisible()
+    QTest.keyClick(popup, Qt.Key_Down)
+    QTest.keyClick(popup, Qt.Key_Return)  # takes the completion and applies it
+    assert doc.history == ["Set relu target torch.relu → relu_add.my_relu"]
     assert doc.find("relu").target is doc.loaded.user_module.my_relu
     x = doc.loaded.example_inputs[0]
     assert torch.allclose(run(doc), doc.loaded.user_module.my_relu(x) + 1)

@@ -28,6 +28,7 @@ class Editor:
         self.panel.set_document(self.doc)
         self.actions = StructureActions(lambda: self.doc, self.selection, self.window)
         self.window.addActions(self.actions.actions())
+        self.panel.set_actions([self.actions.insert_after, self.actions.erase, self.actions.duplicate])
         QHBoxLayout(self.window).addWidget(self.panel)
         self.window.resize(400, 700)
         self.window.show()
@@ -116,7 +117,8 @@ def test_rebuild_mul_as_add(editor):
 def test_erase_batchnorm_with_replacement(editor):
     ed = editor("conv_bn_relu.py")
     ed.select("bn1")
-    QTest.keyClick(ed.window, Qt.Key_Delete)
+    erase = next(b for b in ed.panel.action_buttons if b.defaultAction() is ed.actions.erase)
+    QTest.mouseClick(erase, Qt.LeftButton)  # the Erase button under the node's name
     picker = ed.actions.dialog
     assert picker.selected_name() == "conv1"  # its input is offered first
     QTest.mouseClick(picker.ok_button, Qt.LeftButton)

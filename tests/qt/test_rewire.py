@@ -50,6 +50,7 @@ def test_dragging_shows_legal_sources_and_a_cycle_in_red_then_refuses_it(qtbot):
     assert doc.edit_script()["edits"] == []
     assert doc.module().code == code_before
     assert all(c.drag_state == "" for c in cards.values())
+    assert "cycle" not in cards["layer1_0_bn2"].toolTip() and "BatchNorm2d" in cards["layer1_0_bn2"].toolTip()
 
 
 def test_release_on_empty_space_cancels(qtbot):

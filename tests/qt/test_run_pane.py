@@ -149,3 +149,48 @@ def test_divergence_colours_follow_the_tolerance_score():
     amber, red, inf = divergence_color(10.0), divergence_color(1e6), divergence_color(float("inf"))
     assert grey.saturation() < 60 and green.green() > green.red()
     assert amber.green() > red.green() and red == inf and red.red() > 190
+
+
+def test_hovering_a_point_names_the_node(qtbot, pane):
+    doc = open_doc("add_mul.py", {"op": "set_arg", "node": "mul", "key": 1, "value": "10"})
+    pane.set_document(doc)
+    run_and_wait(qtbot, pane)
+    mul_id = doc.id_of(doc.find("mul"))
+    spot = next(p for p in pane.plots._points.points() if p.data() == mul_id)
+    tip = pane.plots._points.opts["tip"](x=spot.pos().x(), y=spot.pos().y(), data=spot.data())
+    assert tip.startswith("mul (call_function operator.mul)\ndiverged, max abs 80, ")
+
+
+def test_editing_during_a_run_compares_the_graph_as_it_was(qtbot, pane):
+    doc = open_doc("add_mul.py", {"op": "set_arg", "node": "mul", "key": 1, "value": "10"})
+    pane.set_document(doc)
+    with qtbot.waitSignal(pane.report_ready, timeout=60_000) as blocker:
+        pane.run()
+        doc.apply_edit({"op": "set_arg", "node": "mul", "key": 1, "value": "2"})  # back to the original
+    report = blocker.args[0]
+    assert report.first_divergence.name == "mul"  # the snapshot taken when Run was pressed
+    assert pane.stale and "Run again" in pane.status.text()
+    assert run_and_wait(qtbot, pane).first_divergence is None and not pane.stale
+
+
+def test_closing_the_document_during_a_run_drops_its_result(qtbot, pane):
+    pane.set_document(open_doc("add_mul.py", {"op": "set_arg", "node": "mul", "key": 1, "value": "10"}))
+    reports = []
+    pane.report_ready.connect(reports.append)
+    pane.run()
+    pane.set_document(None)
+    qtbot.waitUntil(lambda: not pane.running, timeout=60_000)
+    assert reports == [] and pane.report is None and not pane.run_button.isEnabled()
+    assert pane.plots.report is None and pane.metrics.rowCount() == 0
+
+
+def test_readme_screenshot_renders_after_a_real_edit(qtbot, tmp_path):
+    from PySide6.QtGui import QImage
+
+    from fxstudio.qt.run_pane import render_screenshot
+
+    path = tmp_path / "run_pane.png"
+    render_screenshot(str(path))
+    image = QImage(str(path))
+    assert (image.width(), image.height()) == (1400, 600)
+    assert len({image.pixel(x, 300) for x in range(0, 1400, 7)}) > 10  # drawn content, not a blank pane

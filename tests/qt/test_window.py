@@ -41,6 +41,7 @@ def test_open_edit_undo_redo_history_code_table(qtbot, make_window, tmp_path):
     qtbot.waitUntil(lambda: "mul = add * 10" in win.code.edited.toPlainText(), timeout=5000)
 
     win.activateWindow()
+    qtbot.waitUntil(win.isActiveWindow, timeout=5000)
     QTest.keyClick(win, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert doc.history_index == 0 and "mul = add * 2" in doc.module().code
     assert "*" not in win.windowTitle()
@@ -77,11 +78,10 @@ def test_open_edit_undo_redo_history_code_table(qtbot, make_window, tmp_path):
     rows = table.table.selectionModel().selectedRows()
     assert rows and table.proxy.data(rows[0].siblingAtColumn(2)) == "mul"
     # Filtering keeps matching rows; clicking one selects its node everywhere.
-    QTest.keyClicks(table.filter, "add")
-    assert table.proxy.rowCount() >= 1
+    QTest.keyClicks(table.filter, "operator.add")
     names = [table.proxy.data(table.proxy.index(r, 2)) for r in range(table.proxy.rowCount())]
-    assert "add" in names and "mul" not in names
-    row = names.index("add")
+    assert names == ["add"]
+    row = 0
     rect = table.table.visualRect(table.proxy.index(row, 2))
     QTest.mouseClick(table.table.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, rect.center())
     assert win.selection.current() == doc.id_of(doc.find("add"))
@@ -146,11 +146,12 @@ def test_settings_persist_geometry_docks_recent(qtbot, make_window, tmp_path):
     model = user_copy(tmp_path, "clamp.py")
     win = make_window()
     open_and_wait(qtbot, win, model)
-    win.resize(1300, 820)
+    win.resize(760, 540)  # inside the offscreen screen (800x600): restoreGeometry clamps to it
+    assert win.height() == 540  # (the width is held at the window's minimum, which varies)
     win.docks["history"].hide()
     win.close()
     win2 = make_window()
-    assert (win2.width(), win2.height()) == (1300, 820)
+    assert win2.height() == 540
     assert win2.docks["history"].isHidden() and not win2.docks["code"].isHidden()
     win2.populate_recent()
     specs = [a.data() for a in win2.menus["recent"].actions() if a.data()]

@@ -29,17 +29,19 @@ def make_window(qtbot, isolated):
 
     def make(**kwargs):
         win = MainWindow(**kwargs)
-        qtbot.addWidget(win)
         win.show()
         qtbot.waitExposed(win)
         made.append(win)
         return win
 
     yield make
+    # Not qtbot.addWidget: pytest-qt closes those before this teardown, and a dirty window would
+    # then block on the unsaved-edits question.
     for win in made:
         if win.document is not None and win.document.dirty:
             win.document.mark_saved()
         win.close()
+        win.deleteLater()
 
 
 def user_copy(tmp_path: Path, example: str) -> Path:

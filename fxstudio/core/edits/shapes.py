@@ -17,7 +17,7 @@ from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
 from fxstudio.core.metadata import dtype_name
 
-DEFAULT_BUDGET = 200  # node evaluations per edit (~0.5 ms each) before the rest is marked unknown
+DEFAULT_BUDGET = 128  # node evaluations per edit (~0.3-1 ms each) before the rest is marked unknown
 _UNKNOWN = object()
 _SHARED_MODE = None
 _MAX_DEPTH = 64  # how far up to evaluate inputs that recorded no metadata (x.shape[0] chains)
@@ -31,6 +31,7 @@ class ShapeRefresher:
         self.gm = gm
         self.enabled = any("tensor_meta" in n.meta for n in gm.graph.nodes if n.op == "placeholder")
         self.complete = True
+        self.budget = DEFAULT_BUDGET
 
     @property
     def mode(self):
@@ -43,7 +44,7 @@ class ShapeRefresher:
             _SHARED_MODE = FakeTensorMode(allow_non_fake_inputs=True)
         return _SHARED_MODE
 
-    def refresh(self, nodes: list[torch.fx.Node], budget: int | None = DEFAULT_BUDGET) -> set[torch.fx.Node]:
+    def refresh(self, nodes: list[torch.fx.Node], budget: int | None | str = "default") -> set[torch.fx.Node]:
         """Recompute ``nodes`` and, transitively, users whose inputs changed; returns the nodes
         whose shape metadata changed.
 
@@ -52,6 +53,8 @@ class ShapeRefresher:
         """
         if not self.enabled or not nodes:
             return set()
+        if budget == "default":
+            budget = self.budget
         evaluations = 0
         heap = list({n for n in nodes if not n._erased})
         heapq.heapify(heap)
@@ -66,10 +69,10 @@ class ShapeRefresher:
                     continue
                 if budget is not None and evaluations >= budget:
                     self.complete = False
-                    value, error = _UNKNOWN, None
-                else:
-                    evaluations += 1
-                    value, error = self._evaluate(node, values)
+                    changed |= _clear_downstream([node, *heap])
+                    break
+                evaluations += 1
+                value, error = self._evaluate(node, values)
                 values[node] = value
                 if self._write(node, value, error):
                     changed.add(node)
@@ -139,7 +142,7 @@ class ShapeRefresher:
 
     def _write(self, node: torch.fx.Node, value: Any, error: str | None) -> bool:
         """Store the metadata for ``value``; True when it differs from what was there."""
-        before = tuple(node.meta.get(k) for k in _META_KEYS[1:])
+        before = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
         meta = _tensor_meta(value)
         if meta is None:
             for key in _META_KEYS:
@@ -155,9 +158,36 @@ class ShapeRefresher:
             else:
                 node.meta["fxs_shape"] = [tuple(int(s) for s in m.shape) if m is not None else None for m in meta]
                 node.meta["fxs_dtype"] = [dtype_name(m.dtype) if m is not None else None for m in meta]
-        after = tuple(node.meta.get(k) for k in _META_KEYS[1:])
+        after = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
         # non-tensor results (sizes, tuples of ints) are not recorded: always let users recompute
         return before != after or (meta is None and value is not _UNKNOWN)
+
+
+def _clear_downstream(nodes: list[torch.fx.Node]) -> set[torch.fx.Node]:
+    """Remove the shape keys of ``nodes`` and everything that uses them (cheap: no evaluation)."""
+    cleared: set[torch.fx.Node] = set()
+    seen = set(nodes)
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        if any(key in node.meta for key in _META_KEYS):
+            for key in _META_KEYS:
+                node.meta.pop(key, None)
+            cleared.add(node)
+        for user in node.users:
+            if user not in seen:
+                seen.add(user)
+                stack.append(user)
+    return cleared
+
+
+def _signature(meta: Any) -> Any:
+    """What matters of a ``tensor_meta`` for users of the node: shapes, dtypes, strides."""
+    if isinstance(meta, TensorMetadata):
+        return tuple(meta.shape), meta.dtype, tuple(meta.stride)
+    if isinstance(meta, (list, tuple)):
+        return tuple(_signature(m) for m in meta)
+    return None
 
 
 def _tensor_meta(value: Any) -> Any:

@@ -110,6 +110,7 @@ class NodeCard(QGraphicsItem):
         self._face: _Face | None = None
         self._rect = QRectF()
         self.setZValue(2)
+        self.setToolTip(self.default_tooltip())
         self.set_box(box)
 
     # -- geometry -----------------------------------------------------------------------------
@@ -129,7 +130,15 @@ class NodeCard(QGraphicsItem):
         """Show new node content (after an edit changed its target, arguments or name)."""
         self.info = info
         self._face = None
+        self.setToolTip(self.default_tooltip())
         self.update()
+
+    def default_tooltip(self) -> str:
+        """The card's full texts (the card itself elides them): name, op and target, shape."""
+        lines = [self.info.name, f"{self.info.op}: {self.info.target}"]
+        if self.info.shape:
+            lines.append(self.info.shape)
+        return "\n".join(lines)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 (Qt override)
         """The card plus room above it for port labels and the selection outline."""

@@ -105,7 +105,7 @@ class RewireDrag:
         if card is not self.hover:
             if self.hover is not None:
                 self.hover.drag_state = "" if self.hover.info.name in self.blocked else "legal"
-                self.hover.setToolTip("")
+                self.hover.setToolTip(self.hover.default_tooltip())
                 self.hover.update()
             self.hover = card
             if card is not None:
@@ -138,7 +138,7 @@ class RewireDrag:
                 c.drag_state = ""
                 c.update()
         if self.hover is not None:
-            self.hover.setToolTip("")
+            self.hover.setToolTip(self.hover.default_tooltip())
 
 
 class RubberBand(QGraphicsItem):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QStringListModel, Qt, QTimer, Signal
-from PySide6.QtWidgets import QComboBox, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QWidget
+from PySide6.QtWidgets import QComboBox, QCompleter, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QWidget
 
 from fxstudio.qt.properties.style import KEY_WIDTH, key_label, small_button
 
@@ -102,6 +102,8 @@ class ValueField(QComboBox):
         self.validity_changed.emit(message or "")
 
     def _set_state(self, state: str) -> None:
+        if self.property("fxsState") == state:
+            return  # re-polishing on every keystroke would be wasted work
         for w in (self, self.lineEdit()):
             w.setProperty("fxsState", state)
             w.style().unpolish(w)
@@ -244,8 +246,6 @@ class AddKeywordRow(QWidget):
         self.name.setPlaceholderText("keyword")
         self.name.setFixedWidth(KEY_WIDTH)
         if keywords:
-            from PySide6.QtWidgets import QCompleter
-
             completer = QCompleter(keywords, self.name)
             completer.setCaseSensitivity(Qt.CaseInsensitive)
             self.name.setCompleter(completer)

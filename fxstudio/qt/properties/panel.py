@@ -13,7 +13,7 @@ from typing import Any
 import torch.fx
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFormLayout, QHBoxLayout, QLabel, QLineEdit, QScrollArea, QVBoxLayout, QWidget,
+    QFormLayout, QHBoxLayout, QLabel, QLineEdit, QScrollArea, QToolButton, QVBoxLayout, QWidget,
 )
 
 from fxstudio.core.argsyntax import format_value, parse_value
@@ -67,6 +67,8 @@ class PropertiesPanel(QWidget):
         self.target_field: TargetEditor | None = None
         self.add_keyword: AddKeywordRow | None = None
         self._focus_key: Any = None
+        self._node_actions: list = []
+        self.action_buttons: list[QToolButton] = []
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         self.scroll = QScrollArea()
@@ -87,6 +89,12 @@ class PropertiesPanel(QWidget):
         self.doc = doc
         if doc is not None:
             self._unsubscribe = doc.subscribe(lambda _event: self.request_refresh())
+        self.refresh()
+
+    def set_actions(self, actions: list) -> None:
+        """Show these QActions (e.g. ``StructureActions.actions()``) as buttons under the node's
+        name; they keep their own enabled state and shortcuts."""
+        self._node_actions = list(actions)
         self.refresh()
 
     def current_node(self) -> torch.fx.Node | None:
@@ -116,6 +124,7 @@ class PropertiesPanel(QWidget):
         self.fields = {}
         self.links = {}
         self.remove_buttons = {}
+        self.action_buttons = []
         self.name_field = self.target_field = self.add_keyword = None
         content = QWidget()
         content.setObjectName("fxsProperties")
@@ -146,6 +155,8 @@ class PropertiesPanel(QWidget):
     def _build(self, layout: QVBoxLayout, node: torch.fx.Node) -> None:
         doc = self.doc
         self._build_header(layout, node)
+        if self._node_actions:
+            layout.addLayout(self._action_row())
         form = QFormLayout()
         form.setLabelAlignment(Qt.AlignRight)
         form.setHorizontalSpacing(8)
@@ -216,6 +227,20 @@ class PropertiesPanel(QWidget):
         self.name_error.setObjectName("fxsError")
         self.name_error.hide()
         layout.addWidget(self.name_error)
+
+    def _action_row(self) -> QHBoxLayout:
+        row = QHBoxLayout()
+        row.setSpacing(4)
+        self.action_buttons = []
+        for action in self._node_actions:
+            button = QToolButton()
+            button.setObjectName("fxsAction")
+            button.setDefaultAction(action)
+            button.setToolButtonStyle(Qt.ToolButtonTextOnly)
+            row.addWidget(button)
+            self.action_buttons.append(button)
+        row.addStretch(1)
+        return row
 
     def _build_arguments(self, layout: QVBoxLayout, node: torch.fx.Node) -> None:
         doc = self.doc

@@ -70,6 +70,12 @@ QPushButton#fxsSmall {
     color: #455a64; min-width: 14px;
 }
 QPushButton#fxsSmall:hover { background: #e3f2fd; border-color: #90caf9; }
+QToolButton#fxsAction {
+    border: 1px solid #cfd8dc; border-radius: 3px; background: white; padding: 1px 7px;
+    color: #37474f; font-size: 11px;
+}
+QToolButton#fxsAction:hover { background: #e3f2fd; border-color: #90caf9; }
+QToolButton#fxsAction:disabled { color: #b0bec5; border-color: #e3e7ea; }
 QLabel#fxsEmpty { color: #90a4ae; font-size: 13px; padding: 40px 10px; }
 """
 

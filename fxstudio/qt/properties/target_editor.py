@@ -8,7 +8,6 @@ from collections.abc import Callable
 from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtWidgets import QCompleter, QLineEdit, QWidget
 
-from fxstudio.core.target_catalog import targets_for
 
 
 class TargetEditor(QLineEdit):
