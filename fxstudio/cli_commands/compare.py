@@ -9,11 +9,12 @@ raises (the message names the node) or ``--check`` fails, 2 for unreadable input
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
 
-from fxstudio.core.errors import LoadError, RunError
+from fxstudio.core.errors import FxStudioError, LoadError, RunError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,14 +55,16 @@ def run(args: argparse.Namespace) -> int:
         raise RunError("--rtol and --atol must not be negative.")
     if args.repeats < 1:
         raise RunError("--repeats must be at least 1.")
-    specs = [parse_input_spec(s) for s in args.input_spec] if args.input_spec else None
+    with _unreadable_input():
+        specs = [parse_input_spec(s) for s in args.input_spec] if args.input_spec else None
     loaded = load_from_args(args)
     original, traced, edited, match = _edited(loaded, Path(args.edited), args)
 
     placeholders = [n.name for n in traced.graph.nodes if n.op == "placeholder"]
     seed = args.seed if args.seed is not None else 0
     if args.inputs:
-        inputs = load_inputs_file(args.inputs, placeholders)
+        with _unreadable_input():
+            inputs = load_inputs_file(args.inputs, placeholders)
         source = f"inputs from {args.inputs}"
     elif args.seed is not None or specs:
         specs = specs or specs_from_inputs(tuple(loaded.example_inputs))
@@ -90,6 +93,15 @@ def run(args: argparse.Namespace) -> int:
         raise RunError("The edited model's outputs are not within tolerance of the original's "
                        f"(rtol {args.rtol:g}, atol {args.atol:g}).")
     return 0
+
+
+@contextlib.contextmanager
+def _unreadable_input():
+    """A bad ``--input-spec`` or ``--inputs`` file is bad usage (exit 2), not a failed run."""
+    try:
+        yield
+    except RunError as exc:
+        raise FxStudioError(exc.message) from None
 
 
 def _edited(loaded, path: Path, args: argparse.Namespace):

@@ -149,6 +149,8 @@ class CompareReport:
                 fd = self.first_divergence
                 lines.append(f"first divergence: node {fd.name} ({fd.op} {fd.target}), max abs {_num(fd.max_abs)}"
                              + (f", {fd.note}" if fd.note else "") + extra)
+                diverged = sum(1 for n in self.nodes if n.status == "diverged")
+                lines.append(f"{diverged} of {len(self.nodes)} nodes diverge beyond tolerance")
             elif self.error is None:
                 lines.append(f"no node diverges beyond tolerance ({len(self.nodes)} nodes compared{extra})")
         if self.error is not None:
@@ -242,6 +244,9 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
     report = CompareReport(device=device, dtype=dtype_name(run_dtype) if run_dtype else None, rtol=rtol, atol=atol,
                            per_node=per_node)
     step = _Progress(progress, per_node)
+    if match == "id" and not any("fxs_id" in n.meta for n in traced.graph.nodes):
+        match = "name"  # graphs not made by a Document: names are all there is to match by
+        report.notes.append("the graphs carry no stable node ids: nodes were matched by name")
 
     try:
         mods = {}

@@ -8,9 +8,11 @@ at any step leaves no new file behind (and an existing target untouched).
 
 from __future__ import annotations
 
+import keyword
 import os
 import re
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from typing import Any, Callable
 import torch
 
 import fxstudio
-from fxstudio.core.errors import ExportError
+from fxstudio.core.errors import ExportError, FxStudioError
 from fxstudio.core.export_codegen import OriginalEntry, generate_file
 from fxstudio.core.export_verify import ExportCancelled, compare, reference_outputs, run_exported
 
@@ -84,17 +86,25 @@ def export_python(
     user_import = None
     if loaded.kind == "py" and loaded.user_module is not None and loaded.path is not None:
         user_import = loaded.path.stem
-    generated = generate_file(
-        module,
-        class_name=class_name_for(loaded),
-        weights_name=weights_path.name,
-        header=_header(loaded, script_path, edit_labels, weights_path.name),
-        example_inputs=tuple(loaded.example_inputs),
-        user_module=loaded.user_module,
-        user_import=user_import,
-        record_names=bool(edit_labels),
-        original=_original_entry(loaded) if user_import else None,
-    )
+    try:
+        generated = generate_file(
+            module,
+            class_name=class_name_for(loaded),
+            weights_name=weights_path.name,
+            header=_header(loaded, script_path, edit_labels, weights_path.name),
+            example_inputs=tuple(loaded.example_inputs),
+            user_module=loaded.user_module,
+            user_import=user_import,
+            record_names=bool(edit_labels),
+            original=_original_entry(loaded) if user_import else None,
+        )
+    except FxStudioError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an unforeseen graph: a message, not a traceback
+        raise ExportError(
+            f"cannot write this graph as Python ({type(exc).__name__}: {exc}). This is a gap in "
+            "fxstudio's export; the graph itself is unchanged."
+        ) from exc
     if user_import and out_path.stem == user_import and generated.requirements:
         raise ExportTargetError(
             f"{out_path.name}: the exported file imports the model file as `{user_import}`, so it cannot "
@@ -133,8 +143,12 @@ def export_python(
         report("Moving files into place", 0.95)
         os.replace(staged_weights, weights_path)
         os.replace(staged_py, out_path)
+    except FxStudioError:
+        raise
     except OSError as exc:
         raise ExportTargetError(f"cannot write {out_path}: {exc.strerror or exc}") from None
+    except Exception as exc:  # noqa: BLE001 - e.g. a tensor that torch.save cannot store
+        raise ExportError(f"cannot write the export ({type(exc).__name__}: {exc}); nothing was written.") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     report("Done", 1.0)
@@ -185,6 +199,14 @@ def _same_file(a: Path, b: Path | str | os.PathLike | None) -> bool:
 def _check_target(out_path: Path, weights_path: Path, loaded: LoadedModel, script_path) -> None:
     if out_path.suffix != ".py" or not out_path.stem:
         raise ExportTargetError(f"{out_path}: the export target must be a .py file (e.g. model_edited.py).")
+    stem = out_path.stem
+    if not stem.isidentifier() or keyword.iskeyword(stem):
+        raise ExportTargetError(
+            f"{out_path.name}: the name must be a Python identifier so the file can be imported (and opened "
+            f"in fxstudio); e.g. {re.sub(r'[^0-9A-Za-z_]', '_', stem).lstrip('0123456789') or 'model'}_edited.py."
+        )
+    if stem in sys.stdlib_module_names or stem in ("torch", "fxstudio", "numpy", "nn"):
+        raise ExportTargetError(f"{out_path.name}: that name would shadow the module `{stem}`; choose another name.")
     for target in (out_path, weights_path):
         if _same_file(target, loaded.path):
             raise ExportTargetError(

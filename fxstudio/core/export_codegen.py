@@ -309,12 +309,25 @@ def generate_file(
         x for x in namer.lines if top(x) == "torch" and x != "from torch import nn"
     )
     others = [x for x in namer.lines if x not in stdlib and x not in torch_lines]
+    from_user = [x for x in others if user_import and x.startswith(f"from {user_import} import ")]
+    others = [x for x in others if x not in from_user]
     out.extend(stdlib)
     out.append("")
     out.extend(torch_lines)
     if others:
         out.append("")
         out.extend(others)
+    if from_user:
+        out.append("")
+        out.append("try:")
+        out.extend(f"    {x}" for x in from_user)
+        out.append("except ModuleNotFoundError as exc:")
+        out.append(f'    if exc.name != "{user_import}":')
+        out.append("        raise")
+        out.append("    raise ModuleNotFoundError(")
+        out.append(f'        "this file uses code from {user_import}.py, the model file it was exported from: put the "')
+        out.append('        "folder of that file on sys.path (or PYTHONPATH)", name=exc.name')
+        out.append("    ) from exc")
     out.extend(module_level)
     if wrapped:
         out.append("")

@@ -7,6 +7,7 @@ numpy arrays plus per-node facts, which is what the layout works on at 100k node
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import networkx as nx
@@ -80,7 +81,7 @@ class GraphArrays:
     targets: list[str]
     module_paths: list[str]
     module_stacks: list[list[tuple[str, str]]]
-    shapes: list[str]
+    label_len: np.ndarray  # characters of the longest text on the card: name, target or shape
     weight_like: np.ndarray
     src: np.ndarray
     dst: np.ndarray
@@ -92,49 +93,71 @@ class GraphArrays:
         return len(self.names)
 
 
-def _shape_label(node: torch.fx.Node) -> str:
-    shape = node.meta.get("fxs_shape")
-    if isinstance(shape, tuple):
-        return "×".join(str(d) for d in shape)
-    return ""
+@functools.lru_cache(maxsize=4096)
+def _shape_text_len(shape: tuple) -> int:
+    return len("×".join(str(d) for d in shape))
+
+
+_NESTED = (list, tuple, dict, slice)
 
 
 def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
     """Flatten ``graph`` into ``GraphArrays`` (nodes in graph order, which is topological)."""
     nodes = list(graph.nodes)
     index = {node: i for i, node in enumerate(nodes)}
-    names, ops, targets, paths, stacks, shapes = [], [], [], [], [], []
-    weight_like = np.zeros(len(nodes), dtype=bool)
+    names, ops, targets, paths, stacks, label_len = [], [], [], [], [], []
+    wl = [False] * len(nodes)
     src: list[int] = []
     dst: list[int] = []
     keys: list = []
+    node_type = torch.fx.Node
     for i, node in enumerate(nodes):
-        names.append(node.name)
+        name = node.name
+        names.append(name)
         op = node.op
         ops.append(op)
-        targets.append(target_text(node))
+        target = target_text(node)
+        targets.append(target)
         meta = node.meta
         paths.append(meta.get("fxs_module_path") or "")
         stacks.append(meta.get("fxs_module_stack") or [])
-        shapes.append(_shape_label(node))
-        inputs = node_inputs(node) if (node.args or node.kwargs) else []
-        for inp, key in inputs:
-            src.append(index[inp])
-            dst.append(i)
-            keys.append(key)
+        shape = meta.get("fxs_shape")
+        label_len.append(max(len(name), len(target), _shape_text_len(shape) if type(shape) is tuple else 0))
+        start = len(src)
+        all_weights = True
+        args, kwargs = node.args, node.kwargs
+        simple = True
+        for k, a in (*enumerate(args), *kwargs.items()) if kwargs else enumerate(args):
+            if type(a) is node_type:
+                j = index[a]
+                src.append(j)
+                dst.append(i)
+                keys.append(k)
+                all_weights = all_weights and wl[j]
+            elif isinstance(a, _NESTED):
+                simple = False
+                break
+        if not simple:  # nested containers: the general (slower) walk
+            del src[start:], dst[start:], keys[start:]
+            all_weights = True
+            for inp, key in node_inputs(node):
+                j = index[inp]
+                src.append(j)
+                dst.append(i)
+                keys.append(key)
+                all_weights = all_weights and wl[j]
         if op == "get_attr" or (op == "placeholder" and meta.get("fxs_hidden")):
-            weight_like[i] = True
+            wl[i] = True
         elif op in ("call_function", "call_method") and (
-            not inputs or all(weight_like[index[inp]] for inp, _ in inputs)
-            or ("fxs_shape" in meta and meta["fxs_shape"] is None and node.users)
+            all_weights or ("fxs_shape" in meta and shape is None and node.users)
         ):
             # Parameters and constants, and non-tensor plumbing (x.shape, its getitems): both
             # belong next to the op that uses them.
-            weight_like[i] = True
+            wl[i] = True
     return GraphArrays(
-        names=names, ops=ops, targets=targets, module_paths=paths, module_stacks=stacks, shapes=shapes,
-        weight_like=weight_like, src=np.asarray(src, dtype=np.int64), dst=np.asarray(dst, dtype=np.int64),
-        keys=keys,
+        names=names, ops=ops, targets=targets, module_paths=paths, module_stacks=stacks,
+        label_len=np.asarray(label_len, dtype=np.int64), weight_like=np.asarray(wl, dtype=bool),
+        src=np.asarray(src, dtype=np.int64), dst=np.asarray(dst, dtype=np.int64), keys=keys,
     )
 
 

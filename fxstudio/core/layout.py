@@ -30,7 +30,7 @@ CHAR_W = 7.0
 NODE_GAP = 36.0
 DUMMY_GAP = 14.0
 LAYER_GAP = 40.0
-SWEEP_LIMIT = 6000  # nodes + dummies up to which the exact layer-by-layer sweeps run
+SWEEP_LIMIT = 30000  # nodes + dummies up to which the exact layer-by-layer sweeps run
 
 Sizes = Mapping[str, tuple[float, float]] | Callable[[str], tuple[float, float]] | None
 
@@ -56,28 +56,32 @@ class _Units:
 
     def __init__(self, ga: GraphArrays, collapsed):
         owners = collapse_owner(ga.module_paths, frozenset(collapsed))
-        self.names: list[str] = []
-        self.paths: list[str] = []
-        self.is_group: list[bool] = []
         self.members: dict[str, int] = {}
-        self.weight_like: list[bool] = []
-        self.targets: list[str] = []
-        self.shapes: list[str] = []
-        self.ops: list[str] = []
-        unit_of = np.empty(ga.n, dtype=np.int64)
         group_unit: dict[str, int] = {}
-        wl = ga.weight_like.tolist()
-        for i, owner in enumerate(owners):
-            if owner is None:
-                unit_of[i] = len(self.names)
-                self.names.append(ga.names[i])
-                self.paths.append(ga.module_paths[i])
-                self.is_group.append(False)
-                self.weight_like.append(wl[i])
-                self.targets.append(ga.targets[i])
-                self.shapes.append(ga.shapes[i])
-                self.ops.append(ga.ops[i])
-            else:
+        if not any(o is not None for o in owners):
+            self.names, self.paths, self.targets, self.ops = ga.names, ga.module_paths, ga.targets, ga.ops
+            self.is_group = [False] * ga.n
+            self.weight_like = ga.weight_like.tolist()
+            self.label_len = ga.label_len
+            unit_of = np.arange(ga.n, dtype=np.int64)
+        else:
+            self.names, self.paths, self.targets, self.ops = [], [], [], []
+            self.is_group, self.weight_like = [], []
+            lens: list[int] = []
+            unit_of = np.empty(ga.n, dtype=np.int64)
+            wl = ga.weight_like.tolist()
+            ll = ga.label_len.tolist()
+            for i, owner in enumerate(owners):
+                if owner is None:
+                    unit_of[i] = len(self.names)
+                    self.names.append(ga.names[i])
+                    self.paths.append(ga.module_paths[i])
+                    self.is_group.append(False)
+                    self.weight_like.append(wl[i])
+                    self.targets.append(ga.targets[i])
+                    self.ops.append(ga.ops[i])
+                    lens.append(ll[i])
+                    continue
                 u = group_unit.get(owner)
                 if u is None:
                     u = group_unit[owner] = len(self.names)
@@ -86,10 +90,11 @@ class _Units:
                     self.is_group.append(True)
                     self.weight_like.append(False)
                     self.targets.append("")
-                    self.shapes.append("")
                     self.ops.append("group")
+                    lens.append(0)
                 self.members[owner] = self.members.get(owner, 0) + 1
                 unit_of[i] = u
+            self.label_len = np.asarray(lens, dtype=np.int64)
         self.group_unit = group_unit
         self.n = len(self.names)
         if group_unit:
@@ -148,9 +153,10 @@ class _Units:
         new_id = np.empty(n, dtype=np.int64)
         new_id[perm] = np.arange(n)
         pl = perm.tolist()
-        for attr in ("names", "paths", "is_group", "weight_like", "targets", "shapes", "ops"):
+        for attr in ("names", "paths", "is_group", "weight_like", "targets", "ops"):
             values = getattr(self, attr)
             setattr(self, attr, [values[i] for i in pl])
+        self.label_len = self.label_len[perm]
         self.group_unit = {p: int(new_id[u]) for p, u in self.group_unit.items()}
         return new_id[unit_of]
 
@@ -187,17 +193,14 @@ def compute_layout(
     units = _Units(ga, collapsed)
     stamp("units")
     n = units.n
-    widths = np.empty(n)
-    heights = np.empty(n)
-    for i in range(n):
-        name = units.names[i]
-        if units.is_group[i]:
-            label = f"{name} ({units.members[name]} nodes)"
-            fb = default_size(label, "", "")
-            fb = (fb[0], CARD_H)
-        else:
-            fb = default_size(name, units.targets[i], units.shapes[i])
-        widths[i], heights[i] = _size_of(sizes, name, fb)
+    label_len = units.label_len.astype(np.float64)
+    for path, u in units.group_unit.items():
+        label_len[u] = len(f"{path} ({units.members[path]} nodes)")
+    widths = np.clip(CHAR_W * label_len + 32, MIN_W, MAX_W)
+    heights = np.full(n, CARD_H)
+    if sizes is not None:
+        for i, name in enumerate(units.names):
+            widths[i], heights[i] = _size_of(sizes, name, (widths[i], heights[i]))
 
     prev_layer = prev_x = None
     known = np.zeros(n, dtype=bool)

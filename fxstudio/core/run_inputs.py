@@ -71,7 +71,10 @@ def parse_input_spec(text: str) -> InputSpec:
     if not match:
         raise RunError(f"Cannot read the input shape {text!r}: write it like 1,3,32,32 or 2,16:int64[0,100).")
     dims_text, dtype, low, high = match.groups()
-    parts = [p for p in re.split(r"[,\sx×]+", dims_text or "") if p]
+    compact = re.sub(r"\s+", "", dims_text or "")
+    if compact and not re.fullmatch(r"\d+([,x×]\d+)*,?", compact):
+        raise RunError(f"Cannot read the input shape {text!r}: write it like 1,3,32,32 or 2,16:int64[0,100).")
+    parts = [p for p in re.split(r"[,x×]", compact) if p]
     try:
         shape = tuple(int(p) for p in parts)
     except ValueError:

@@ -53,12 +53,16 @@ def _run_fake(gm: torch.fx.GraphModule, example_inputs: tuple) -> None:
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     tensors = dict(gm.named_parameters(remove_duplicate=False))
     tensors.update(gm.named_buffers(remove_duplicate=False))
+    # Made in the mode from shape/stride/dtype alone (cheaper than from_tensor's full description),
+    # and shared between parameters of the same layout: a fake tensor holds no data to tell apart.
+    by_layout: dict = {}
+    fake_tensors = {}
     with mode:
-        # Made in the mode from shape/stride/dtype alone: cheaper than from_tensor's full description.
-        fake_tensors = {
-            name: torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
-            for name, t in tensors.items()
-        }
+        for name, t in tensors.items():
+            key = (tuple(t.shape), t.stride(), t.dtype, t.device)
+            if key not in by_layout:
+                by_layout[key] = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+            fake_tensors[name] = by_layout[key]
     fake_inputs = [mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in example_inputs]
     prop = ShapeProp(gm)
     with warnings.catch_warnings(), torch.no_grad():

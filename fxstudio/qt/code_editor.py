@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QPainter, QSyntaxHighlighter, QTextCharFormat, QTextCursor, QTextFormat
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QPainter, QTextCharFormat, QTextCursor, QTextFormat, QTextLayout
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
@@ -34,15 +34,54 @@ def _format_for(token) -> QTextCharFormat | None:
     return None
 
 
-class PygmentsHighlighter(QSyntaxHighlighter):
-    """Highlights Python line by line with pygments' lexer (generated FX code has no multi-line strings)."""
+class VisibleHighlighter:
+    """Pygments highlighting applied only to the lines on screen, as they come into view.
 
-    def __init__(self, document):
-        super().__init__(document)
+    A ``QSyntaxHighlighter`` re-lexes every line whenever the text is replaced: 10k lines of
+    generated code then cost seconds per edit. Lexing one line costs well under a millisecond, so
+    colouring the forty visible lines on each scroll or repaint is instant at any file size.
+    Generated FX code and ordinary model files have no multi-line tokens that matter here
+    (a docstring's inner lines stay plain).
+    """
+
+    def __init__(self, editor: QPlainTextEdit):
+        self.editor = editor
         self._lexer = PythonLexer(stripnl=False, ensurenl=False)
         self._formats: dict = {}
+        self._done: set[int] = set()
 
-    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
+    def reset(self) -> None:
+        """Forget what was coloured (the text was replaced)."""
+        self._done.clear()
+
+    def highlight_visible(self) -> None:
+        """Colour the lines in view (and a screenful around them) not coloured yet."""
+        ed = self.editor
+        block = ed.firstVisibleBlock()
+        first = block.blockNumber()
+        lines = max(1, ed.viewport().height() // max(1, ed.fontMetrics().height()))
+        start = ed.document().findBlockByNumber(max(0, first - lines))
+        end_number = first + 2 * lines
+        block = start
+        changed = False
+        first_pos, last_pos = start.position(), start.position()
+        while block.isValid() and block.blockNumber() <= end_number:
+            last_pos = block.position() + block.length()
+            number = block.blockNumber()
+            if number not in self._done:
+                self._done.add(number)
+                ranges = self._ranges(block.text())
+                if ranges:
+                    block.layout().setFormats(ranges)
+                    changed = True
+            block = block.next()
+        if changed:
+            # As QSyntaxHighlighter does: relayout those lines so the new formats are drawn.
+            ed.document().markContentsDirty(first_pos, last_pos - first_pos)
+            ed.viewport().update()
+
+    def _ranges(self, text: str) -> list:
+        ranges = []
         pos = 0
         for token, value in self._lexer.get_tokens(text):
             n = len(value)
@@ -51,8 +90,11 @@ class PygmentsHighlighter(QSyntaxHighlighter):
                     self._formats[token] = _format_for(token)
                 fmt = self._formats[token]
                 if fmt is not None:
-                    self.setFormat(pos, n, fmt)
+                    r = QTextLayout.FormatRange()
+                    r.start, r.length, r.format = pos, n, fmt
+                    ranges.append(r)
             pos += n
+        return ranges
 
 
 class _LineNumbers(QWidget):
@@ -80,7 +122,7 @@ class CodeEditor(QPlainTextEdit):
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         font.setPointSize(max(9, font.pointSize()))
         self.setFont(font)
-        self.highlighter = PygmentsHighlighter(self.document())
+        self.highlighter = VisibleHighlighter(self)
         self._gutter = _LineNumbers(self)
         self._line = 0
         self.blockCountChanged.connect(lambda _n: self._update_margins())
@@ -96,6 +138,7 @@ class CodeEditor(QPlainTextEdit):
         self.setViewportMargins(self.gutter_width(), 0, 0, 0)
 
     def _scroll_gutter(self, rect: QRect, dy: int) -> None:
+        self.highlighter.highlight_visible()
         if dy:
             self._gutter.scroll(0, dy)
         else:
@@ -103,6 +146,7 @@ class CodeEditor(QPlainTextEdit):
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)
+        self.highlighter.highlight_visible()
         cr = self.contentsRect()
         self._gutter.setGeometry(QRect(cr.left(), cr.top(), self.gutter_width(), cr.height()))
 
@@ -131,9 +175,11 @@ class CodeEditor(QPlainTextEdit):
     def set_code(self, text: str) -> None:
         """Replace the text, keeping the scroll position when the text is an edit of the previous one."""
         bar = self.verticalScrollBar().value()
+        self.highlighter.reset()
         self.setPlainText(text)
         self.verticalScrollBar().setValue(bar)
         self.highlight_line(self._line, scroll=False)
+        self.highlighter.highlight_visible()
 
     def highlight_line(self, line: int, *, scroll: bool = True) -> None:
         """Mark 1-based ``line`` (0 for none) with a full-width band and scroll it into view."""

@@ -17,6 +17,9 @@ from fxstudio.qt.code_editor import CodeEditor
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.selection import SelectionModel
 
+CODE_DELAY_MS = 150
+"""Regenerating the code recompiles the module: wait for a pause in the edits (one recompile per burst)."""
+
 _ASSIGN = re.compile(r"^\s+([A-Za-z_]\w*)\s*=\s")
 _DEF = re.compile(r"^def forward\(")
 
@@ -78,7 +81,7 @@ class CodeView(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.tabs)
-        self.lazy = LazyRefresh(self, self.refresh)
+        self.lazy = LazyRefresh(self, self.refresh, delay_ms=CODE_DELAY_MS)
         self.edited.line_clicked.connect(self._edited_line_clicked)
         selection.changed.connect(lambda _ids: self.follow_selection())
 

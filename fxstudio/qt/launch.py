@@ -14,11 +14,24 @@ from fxstudio.core.errors import FxStudioError, ScriptError
 from fxstudio.resources import DEFAULT_EXAMPLE, example_path
 
 
+def _qt_messages(mode, context, message: str) -> None:
+    # The offscreen platform warns about every top-level window; that says nothing to a user.
+    if "propagateSizeHints" in message:
+        return
+    print(message, file=sys.stderr)
+
+
 def make_app() -> QApplication:
     """The QApplication (created once), styled."""
+    from PySide6.QtCore import qInstallMessageHandler
+
     from fxstudio.qt.style import apply_app_style
 
-    app = QApplication.instance() or QApplication([sys.argv[0]])
+    existing = QApplication.instance()
+    if existing is not None:
+        return existing
+    qInstallMessageHandler(_qt_messages)
+    app = QApplication([sys.argv[0]])
     app.setApplicationName("fxstudio")
     app.setOrganizationName("fxstudio")
     app.setApplicationDisplayName("fxstudio")

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox
 
 from fxstudio.core import journal
 from fxstudio.qt import menus
+from fxstudio.qt.actions.structure_actions import StructureActions
 from fxstudio.qt.docks import build_docks, default_sizes
 from fxstudio.qt.open_dialogs import ask_unsaved
 from fxstudio.qt.open_flow import MODEL_SUFFIXES, OpenFlow
@@ -58,6 +59,7 @@ class MainWindow(WindowCommands, QMainWindow):
         self.problems, self.history = self.views["problems"], self.views["history"]
         self.properties = self.views["properties"]
         self.run_pane = self.views.get("run")
+        self.structure = StructureActions(lambda: self.document, self.selection, self)
         self.actions = menus.build_actions(self)
         self.menus = menus.build_menus(self, self.actions)
         menus.add_dock_toggles(self, self.menus["view"], self.docks)
@@ -87,6 +89,8 @@ class MainWindow(WindowCommands, QMainWindow):
             self.canvas.edit_refused.connect(lambda msg: self.report_refusal(msg))
         if self.run_pane is not None and hasattr(self.run_pane, "node_activated"):
             self.run_pane.node_activated.connect(lambda node_id: self.selection.set([node_id]))
+        self.structure.edit_refused.connect(lambda msg: self.report_refusal(msg))
+        self.structure.status.connect(lambda msg: self.statusBar().showMessage(msg, 6000))
         self.problems.counts_changed.connect(lambda *_: self.update_status())
         self.selection.changed.connect(lambda _ids: self.update_chrome())
 
@@ -212,7 +216,7 @@ class MainWindow(WindowCommands, QMainWindow):
             a["redo"].setText("&Redo")
         for key in ("save", "save_as", "export", "replay", "find", "find_next", "fit"):
             a[key].setEnabled(has)
-        a["delete"].setEnabled(has and self.selection.current() is not None)
+        self.structure.update_enabled()
         self.update_status()
 
     def update_status(self) -> None:

@@ -32,6 +32,7 @@ def examples() -> list[Path]:
 def build_actions(w) -> dict[str, QAction]:
     """Every action of the window ``w`` (a ``MainWindow``), by key."""
     a = {
+        "delete": w.structure.erase,
         "open": _action(w, "&Open…", w.open_dialog, [QKeySequence.StandardKey.Open], "Open a model file (.py, .pt2, .pt)"),
         "save": _action(w, "&Save Edit Script", w.save_script, [QKeySequence.StandardKey.Save], "Save the edits as a replayable edit script"),
         "save_as": _action(w, "Save Edit Script &As…", w.save_script_as, ["Ctrl+Shift+S"], "Save the edits to a new edit script"),
@@ -40,7 +41,6 @@ def build_actions(w) -> dict[str, QAction]:
         "quit": _action(w, "&Quit", w.close, [QKeySequence.StandardKey.Quit], "Quit fxstudio"),
         "undo": _action(w, "&Undo", w.undo, ["Ctrl+Z"], "Undo the last edit"),
         "redo": _action(w, "&Redo", w.redo, ["Ctrl+Shift+Z", "Ctrl+Y"], "Redo the edit undone last"),
-        "delete": _action(w, "&Delete Node", w.delete_selected, [QKeySequence.StandardKey.Delete], "Erase the selected node"),
         "find": _action(w, "&Find…", w.focus_find, [QKeySequence.StandardKey.Find], "Find nodes by name, op or target"),
         "find_next": _action(w, "Find &Next", w.find_next, [QKeySequence.StandardKey.FindNext], "Next match"),
         "fit": _action(w, "&Fit Graph", w.fit, ["F"], "Fit the whole graph in the canvas"),
@@ -48,6 +48,8 @@ def build_actions(w) -> dict[str, QAction]:
         "clear_recent": _action(w, "Clear Recent Files", w.clear_recent, [], "Forget the recent files"),
         "reset_layout": _action(w, "Reset Window Layout", w.reset_layout, [], "Put the docks back where they started"),
     }
+    for key, short in (("undo", "Undo"), ("redo", "Redo")):
+        a[key].setIconText(short)  # the toolbar stays short; the menu names the edit
     return a
 
 
@@ -71,7 +73,9 @@ def build_menus(w, actions: dict[str, QAction]) -> dict[str, QMenu]:
     for key in ("undo", "redo"):
         edit.addAction(actions[key])
     edit.addSeparator()
-    edit.addAction(actions["delete"])
+    structure = w.structure.actions()
+    edit.addActions(structure)  # Insert before/after, Erase (Delete), Replace uses, Duplicate, Rename, DCE
+    w.addActions(structure)
     menus["structure"] = edit
     edit.addSeparator()
     edit.addAction(actions["find"])

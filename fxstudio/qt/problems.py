@@ -59,7 +59,7 @@ class ProblemsView(QWidget):
         layout.setSpacing(2)
         layout.addLayout(top)
         layout.addWidget(self.tree)
-        self.lazy = LazyRefresh(self, self.relint)
+        self.lazy = LazyRefresh(self, self.relint, delay_ms=150)
 
     def set_document(self, doc) -> None:
         """Start over for ``doc``: its load notes and its lint verdict."""

@@ -118,10 +118,13 @@ class RunPlots(pg.GraphicsLayoutWidget):
             self.ci.addItem(self.scatter_plot, row=1, col=1)
             layout.setRowStretchFactor(0, 3)
             layout.setRowStretchFactor(1, 2)
+            layout.setColumnStretchFactor(0, 1)
+            layout.setColumnStretchFactor(1, 1)
         else:
             self.ci.addItem(self.node_plot, row=0, col=0)
             self.ci.addItem(self.hist_plot, row=0, col=1)
             self.ci.addItem(self.scatter_plot, row=0, col=2)
+            layout.setRowStretchFactor(0, 1)  # a row left at stretch 0 stops at its preferred height
             layout.setColumnStretchFactor(0, 2)
             layout.setColumnStretchFactor(1, 1)
             layout.setColumnStretchFactor(2, 1)

@@ -138,7 +138,7 @@ class TableView(QWidget):
         layout.setSpacing(2)
         layout.addLayout(top)
         layout.addWidget(self.table)
-        self.lazy = LazyRefresh(self, self.refresh)
+        self.lazy = LazyRefresh(self, self.refresh, delay_ms=120)
         selection.changed.connect(lambda _ids: self.follow_selection())
 
     def set_document(self, doc) -> None:

@@ -198,19 +198,6 @@ class WindowCommands:
         if self.document is not None and self.document.can_redo:
             self.document.redo()
 
-    def delete_selected(self) -> None:
-        """Delete: erase the selected node (a node with users is refused with the reason)."""
-        doc = self.document
-        node = doc.node(self.selection.current()) if doc is not None and self.selection.current() is not None else None
-        if node is None:
-            return
-        try:
-            doc.apply_edit({"op": "erase", "node": node.name})
-        except EditRefused as exc:
-            self.report_refusal(str(exc))
-            return
-        self.selection.clear()
-
     def focus_find(self) -> None:
         """Ctrl+F: the canvas's find bar (matches names, ops and targets as you type)."""
         if self.canvas is not None and self.document is not None:

@@ -4,11 +4,12 @@ How to open it anyway:
 
 * fx tracer, fix the branch: pass a concrete value for the flag argument, e.g.
   ``fxstudio inspect data_branch.py --concrete-arg positive=True`` (or ``concrete_args={"positive":
-  True}`` in Python); the trace then takes that branch only and the flag is no longer an input.
-* export tracer: ``fxstudio inspect data_branch.py --tracer export`` works too; ``torch.export``
-  also needs the branch decided, which the flag does the same way when given.
-* Without either, ``fxstudio inspect data_branch.py`` reports the trace failure with this file's
-  line and suggests ``concrete_args``.
+  True}`` in Python); the graph holds that branch only (the flag stays an input, asserted to be True).
+* export tracer: ``torch.export`` cannot decide ``if x.sum() > 0`` either; with the same flag,
+  ``fxstudio inspect data_branch.py --tracer export --concrete-arg positive=True`` exports that branch
+  (the flag becomes a guarded constant input).
+* Without the flag, ``fxstudio inspect data_branch.py`` (either tracer) reports the trace failure
+  with this file's line (``if positive:``) and suggests ``--concrete-arg positive=VALUE``.
 """
 
 import torch

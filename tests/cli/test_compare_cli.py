@@ -8,6 +8,16 @@ import torch
 from fxstudio.cli import main
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """One intra-op thread while these tests run: on a machine whose few cores are shared, OpenMP
+    workers spin against each other and a 3 ms forward takes a second. Results are the same."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def write_edits(path, *edits):
     path.write_text(json.dumps({"format": "fxstudio.edits/1", "edits": list(edits)}))
     return path
@@ -100,6 +110,10 @@ def test_bad_usage_exits_2_or_1_without_traceback(tmp_path, examples_dir, capsys
                                                                           torch.cuda.device_count() <= 7 else 0)
     err = capsys.readouterr().err
     assert "Traceback" not in err and "not available" in err
+    assert main(["compare", model, str(script), "--input-spec", "2,,3"]) == 2
+    assert main(["compare", model, str(script), "--inputs", str(tmp_path / "none.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "Cannot read the input shape '2,,3'" in err and "none.pt does not exist" in err
 
 
 def test_an_exported_file_compares_by_name(tmp_path, examples_dir, capsys):

@@ -264,3 +264,19 @@ def test_inserted_module_gets_its_shape_and_a_large_wave_is_budgeted():
     doc.refresh_shapes()
     assert doc.find("output").meta["fxs_shape"] == (1, 10)
     assert doc.shapes_complete and doc.find("layer2_2_relu_1").meta["fxs_shape"] == (1, 32, 8, 8)
+
+
+def test_export_traced_graph_edits_replay_and_undo():
+    loaded = load_model(loaded_example("add_mul.py").path, tracer="export")
+    doc = Document(loaded)
+    (x,) = loaded.example_inputs
+    doc.apply_edit({"op": "set_target", "node": "mul", "target": "torch.ops.aten.sub.Tensor"})
+    doc.apply_edit({"op": "insert", "after": "mul", "kind": "call_function", "target": "torch.ops.aten.neg.default",
+                    "args": "(%mul,)"})
+    assert doc.history[-1] == "Insert neg_default after mul"
+    doc.apply_edit({"op": "replace_uses", "node": "mul", "with": "neg_default"})
+    torch.testing.assert_close(run(doc), -((x + 5) - 2))
+    assert doc.find("neg_default").meta["fxs_shape"] == (2, 3)
+    assert code(replay(loaded, doc.edit_script())) == code(doc)
+    doc.go_to(0)
+    assert code(doc) == doc.original.code

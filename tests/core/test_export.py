@@ -5,6 +5,7 @@ they share one process (the product itself verifies each export in its own)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -103,10 +104,12 @@ def test_every_example_exports_runs_fresh_and_round_trips(tmp_path):
         loaded_models.append(loaded)
     assert len(files) == 11
     outputs = run_many_fresh(files, inputs, [out_dir, EXAMPLES_DIR], tmp_path)
+    round_trip = {"data_branch", "residual_cnn", "transformer_block", "view_reshape", "wrapped_fn"}
     for loaded, args, got, py in zip(loaded_models, inputs, outputs, files):
         torch.testing.assert_close(got, reference(loaded.graph_module, args), rtol=0, atol=0, msg=py.name)
-        again = load_model(py)  # the exported file is a model file of its own
-        assert names_and_code(again.graph_module) == names_and_code(loaded.graph_module), py.name
+        if loaded.path.stem in round_trip:
+            again = load_model(py)  # the exported file is a model file of its own
+            assert names_and_code(again.graph_module) == names_and_code(loaded.graph_module), py.name
     text = (out_dir / "residual_cnn_export.py").read_text()
     assert "class ResidualCNNEdited(nn.Module):" in text and "def get_model()" in text
     assert "Source model: residual_cnn.py::ResidualCNN" in text
@@ -115,7 +118,7 @@ def test_every_example_exports_runs_fresh_and_round_trips(tmp_path):
 
 
 def test_aten_graphs_from_the_export_tracer(tmp_path):
-    names = ["residual_cnn.py", "transformer_block.py", "wrapped_fn.py"]
+    names = ["residual_cnn.py", "transformer_block.py"]
     files, inputs, loaded_models = [], [], []
     for name in names:
         loaded = load_model(example_path(name), tracer="export")
@@ -222,7 +225,7 @@ def example_inputs():
 '''
 
 
-def test_custom_leaf_module_wrapped_function_buffers_and_constant(tmp_path):
+def test_custom_leaf_module_wrapped_function_buffers_and_constant(tmp_path, monkeypatch):
     model_dir, out_dir = tmp_path / "model", tmp_path / "out"
     model_dir.mkdir()
     out_dir.mkdir()
@@ -255,6 +258,13 @@ def test_custom_leaf_module_wrapped_function_buffers_and_constant(tmp_path):
     again = load_model(moved / "custom_export.py", leaf_modules=["Gate", "Mixer"])
     assert names_and_code(again.graph_module) == names_and_code(loaded.graph_module)
 
+    # without the model file importable, the file says what it needs
+    monkeypatch.delitem(sys.modules, "custommodel")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p).resolve() != model_dir.resolve()])
+    spec = importlib.util.spec_from_file_location("custom_export_alone", moved / "custom_export.py")
+    with pytest.raises(ModuleNotFoundError, match="uses code from custommodel.py, the model file it was exported"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
 
 def test_edited_documents_after_walkthrough_edits(tmp_path):
     walkthroughs = {
@@ -271,15 +281,15 @@ def test_edited_documents_after_walkthrough_edits(tmp_path):
         "view_reshape.py": [{"op": "set_target", "node": "view", "target": "reshape"},
                             {"op": "rename", "node": "view", "name": "flat"}],
         "wrapped_fn.py": [{"op": "set_arg", "node": "scaled_shift", "key": "scale", "value": "-1.5"}],
+        "clamp.py": [{"op": "set_arg", "node": "clamp", "key": "max", "value": "10.0"}],
+        "two_linear.py": [{"op": "set_arg", "node": "add", "key": "alpha", "value": "0.5"}],
     }
     docs, files = [], []
     for name, edits in walkthroughs.items():
         doc = Document(load_model(example_path(name)))
         for edit in edits:
             doc.apply_edit(edit)
-        verify = name == "conv_bn_relu.py"  # the product path: its own process
-        result = export_python(doc, tmp_path / f"{Path(name).stem}_edited.py", verify=verify)
-        assert result.verified == verify
+        result = export_python(doc, tmp_path / f"{Path(name).stem}_edited.py", verify=False)  # batched below
         docs.append(doc)
         files.append(result.py_path)
     relu_text = files[1].read_text()
@@ -325,6 +335,8 @@ def test_unusable_targets_are_refused_and_nothing_is_written(tmp_path):
     cases = {
         model: "refusing to overwrite the model file",
         tmp_path / "m.txt": "must be a .py file",
+        tmp_path / "my-model.py": "must be a Python identifier",
+        tmp_path / "copy.py": "would shadow the module `copy`",
         tmp_path / "missing" / "x.py": "does not exist",
         Path("/proc/fxstudio_export.py"): "cannot write",
     }

@@ -174,6 +174,7 @@ class EditMachine(RuleBasedStateMachine):
         ids = [doc.id_of(n) for n in nodes]
         assert len(set(ids)) == len(ids) and all(doc.node(i) is n for i, n in zip(ids, nodes))
         assert len(doc._state.by_id) == len(nodes)
+        assert all(doc.find(n.name) is n for n in nodes) and doc.find("no_such_node") is None
 
     def teardown(self):
         doc = self.doc

@@ -53,6 +53,11 @@ def drag(canvas: GraphCanvas, start: QPoint, end: QPoint, steps: int = 6) -> Non
     QTest.mouseRelease(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, end)
 
 
+def settle(qtbot, canvas: GraphCanvas) -> None:
+    """Let the event loop run until the canvas has drawn the document's pending events."""
+    qtbot.waitUntil(lambda: not canvas.redraw_pending(), timeout=5000)
+
+
 def visible_rect(canvas: GraphCanvas):
     """The scene rectangle the viewport shows."""
     return canvas.mapToScene(canvas.viewport().rect()).boundingRect()

@@ -8,7 +8,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
 from fxstudio.qt.canvas import style as st
-from tests.qt.canvas_support import drag, empty_spot, focus, open_canvas, visible_rect
+from tests.qt.canvas_support import drag, empty_spot, focus, open_canvas, settle, visible_rect
 
 
 def test_cards_show_name_target_shape_and_ports(qtbot):
@@ -147,13 +147,17 @@ def test_canvas_redraws_from_edits_and_undo(qtbot):
     before = {n: (c.x(), c.y()) for n, c in scene.cards.items()}
     doc.apply_edit({"op": "insert", "after": "layer1_0_bn1", "kind": "call_function", "target": "torch.sigmoid",
                     "args": "(%layer1_0_bn1,)", "name": "gate"})
+    settle(qtbot, canvas)
     assert "gate" in scene.cards and scene.cards["gate"].info.target == "torch.sigmoid"
     assert scene.cards["gate"].info.ports[0].src == "layer1_0_bn1"
     assert ("layer1_0_bn1", "gate", 0, 0) in scene.edges
     doc.apply_edit({"op": "set_target", "node": "gate", "target": "torch.tanh"})
+    settle(qtbot, canvas)
     assert scene.cards["gate"].info.target == "torch.tanh"
     doc.undo()
-    doc.undo()
+    doc.undo()   # two events, drawn once
+    assert "gate" in scene.cards and canvas.redraw_pending()
+    settle(qtbot, canvas)
     assert "gate" not in scene.cards and set(scene.cards) == set(before)
     assert all((c.x(), c.y()) == (scene.layout.nodes[n].x, scene.layout.nodes[n].y) for n, c in scene.cards.items())
     # Incremental: nothing above the insertion point moved.
@@ -162,7 +166,9 @@ def test_canvas_redraws_from_edits_and_undo(qtbot):
              if (scene.cards[n].x(), scene.cards[n].y()) != before[n]}
     assert not moved
     doc.redo()
-    assert "gate" in scene.cards
+    selection_target = doc.id_of(doc.find("gate"))
+    canvas.selection.set([selection_target])   # another view selects the new node at once
+    assert scene.by_id[selection_target].selected and not canvas.redraw_pending()
 
 
 def test_minimap_click_moves_the_view(qtbot):
@@ -200,8 +206,27 @@ def test_an_edit_that_keeps_the_wiring_updates_cards_without_a_relayout(qtbot):
     scene = canvas.canvas_scene
     layout = scene.layout
     doc.apply_edit({"op": "set_target", "node": "add", "target": "operator.sub"})
+    settle(qtbot, canvas)
     assert scene.cards["add"].info.target == "operator.sub"
     assert scene.layout is layout   # same wiring: the cards were refreshed in place
     doc.apply_edit({"op": "rename", "node": "add", "name": "residual"})
+    settle(qtbot, canvas)
     assert "residual" in scene.cards and "add" not in scene.cards and scene.layout is not layout
     assert scene.cards["layer1_0_relu_1"].info.ports[0].src == "residual"
+
+
+def test_a_closed_canvas_stops_following_its_document(qtbot):
+    from PySide6.QtCore import QEvent
+
+    from fxstudio.core.document import Document
+    from fxstudio.qt.canvas import GraphCanvas
+    from fxstudio.qt.selection import SelectionModel
+    from tests.qt.canvas_support import loaded
+
+    doc = Document(loaded("residual_cnn.py"))
+    canvas = GraphCanvas(SelectionModel())
+    canvas.set_document(doc)
+    canvas.deleteLater()
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    doc.apply_edit({"op": "set_target", "node": "add", "target": "operator.sub"})   # must not raise
+    assert "add = layer1_0_bn2 - relu" in doc.module().code

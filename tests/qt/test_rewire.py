@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtTest import QTest
 
-from tests.qt.canvas_support import drag, empty_spot, focus, open_canvas
+from tests.qt.canvas_support import drag, empty_spot, focus, open_canvas, settle
 
 
 def test_drag_input_port_onto_a_node_records_one_set_arg(qtbot):
@@ -20,6 +20,7 @@ def test_drag_input_port_onto_a_node_records_one_set_arg(qtbot):
     assert refusals == []
     assert doc.edit_script()["edits"] == [{"op": "set_arg", "node": "add", "key": 0, "value": "%layer1_0_relu"}]
     assert "add = layer1_0_relu + relu" in doc.module().code
+    settle(qtbot, canvas)
     # The canvas redrew from the document event: add's port 0 is now fed by layer1_0_relu.
     assert canvas.canvas_scene.cards["add"].info.ports[0].src == "layer1_0_relu"
     assert ("layer1_0_relu", "add", 0, 0) in canvas.canvas_scene.edges
@@ -71,8 +72,10 @@ def test_grabbing_the_end_of_an_edge_rewires_that_input_and_undo_redraws(qtbot):
     drag(canvas, port - QPoint(0, 6), canvas.viewport_pos_of("layer1_0_bn1"))
     assert refusals == []
     assert doc.edit_script()["edits"] == [{"op": "set_arg", "node": "add", "key": 1, "value": "%layer1_0_bn1"}]
+    settle(qtbot, canvas)
     before = {n: (c.x(), c.y()) for n, c in canvas.canvas_scene.cards.items()}
     doc.undo()
+    settle(qtbot, canvas)
     assert canvas.canvas_scene.cards["add"].info.ports[1].src == "relu"
     moved = [n for n, c in canvas.canvas_scene.cards.items() if (c.x(), c.y()) != before[n]]
     assert len(moved) <= len(before) // 4, f"an undo moved {len(moved)} cards"

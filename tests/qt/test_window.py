@@ -3,7 +3,6 @@ table views following the selection, the unsaved-changes prompt, persisted setti
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtTest import QTest
@@ -165,14 +164,23 @@ def test_settings_persist_geometry_docks_recent(qtbot, make_window, tmp_path):
     assert not win2.docks["history"].isHidden()
 
 
-@pytest.mark.parametrize("key", ["Delete"])
-def test_delete_refusal_goes_to_problems(qtbot, make_window, key):
+def test_delete_key_erases_and_refusals_reach_problems(qtbot, make_window):
     win = make_window()
     doc = open_and_wait(qtbot, win, EXAMPLES_DIR / "sub_chain.py", origin="example")
+    # A replayed edit that the core refuses (sub still has users) is reported, nothing changes.
     code_before = doc.module().code
-    win.selection.set([doc.id_of(doc.find("sub"))])
-    win.actions["delete"].trigger()  # sub has users: the core refuses, nothing changes
+    assert not win.apply_edits([{"op": "erase", "node": "sub"}], source="test")
     assert doc.module().code == code_before
     errors = [m for m in win.problems.messages() if m[0] == "error"]
-    assert errors and errors[0][1] == "edit"
+    assert errors and errors[0][1] == "edit" and "sub" in errors[0][2]
     assert "Refused" in win.statusBar().currentMessage()
+    # Rewire mul to add: sub loses its users; Delete on the selected sub erases it, Ctrl+Z brings it back.
+    doc.apply_edit({"op": "set_arg", "node": "mul", "key": 0, "value": "%add"})
+    win.selection.set([doc.id_of(doc.find("sub"))])
+    win.activateWindow()
+    qtbot.waitUntil(win.isActiveWindow, timeout=5000)
+    win.canvas.setFocus()
+    QTest.keyClick(win, Qt.Key.Key_Delete)
+    assert doc.find("sub") is None and doc.history_index == 2
+    QTest.keyClick(win, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    assert doc.find("sub") is not None

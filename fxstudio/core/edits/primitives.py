@@ -98,6 +98,8 @@ class NodeLife(Primitive):
 
     def _erase(self, state: EditState, changes: Changes) -> None:
         node = state.by_id.pop(self.node_id)
+        if state.by_name.get(node.name) is node:
+            del state.by_name[node.name]
         state.graph.erase_node(node)
         changes.remove(self.node_id)
         changes.change(*_ref_ids((self.args, self.kwargs)))

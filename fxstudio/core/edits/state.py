@@ -71,6 +71,7 @@ class EditState:
         self.user_module = user_module
         self.next_id = next_id
         self.by_id: dict[int, torch.fx.Node] = {n.meta[ID_KEY]: n for n in gm.graph.nodes}
+        self.by_name: dict[str, torch.fx.Node] = {n.name: n for n in gm.graph.nodes}
         # functions the traced graph calls: valid targets even outside torch/operator/math
         self.known_functions = tuple({id(n.target): n.target for n in gm.graph.nodes
                                       if n.op == "call_function"}.values())
@@ -81,9 +82,14 @@ class EditState:
         return self.next_id - 1
 
     def find(self, name: str) -> torch.fx.Node | None:
-        """The live node called ``name``, or None."""
+        """The live node called ``name``, or None (an index kept by the primitives; a scan if a
+        node was renamed behind the document's back)."""
+        node = self.by_name.get(name)
+        if node is not None and not node._erased and node.name == name:
+            return node
         for node in self.graph.nodes:
             if node.name == name:
+                self.by_name[name] = node
                 return node
         return None
 
@@ -119,8 +125,11 @@ class EditState:
     def force_name(self, node: torch.fx.Node, name: str) -> None:
         """Give ``node`` exactly ``name`` (free among live nodes; fx never frees names of erased ones)."""
         if node.name != name:
+            if self.by_name.get(node.name) is node:
+                del self.by_name[node.name]
             node.name = name
             self.graph._graph_namespace._rename_object(node, name)
+        self.by_name[name] = node
 
     def snapshot_namespace(self) -> tuple[set[str], dict[str, int]]:
         """Copy of fx's name bookkeeping, restored when a transaction rolls back."""

@@ -242,6 +242,8 @@ class EdgeItem(QGraphicsItem):
         self.route = route
         self.label = label
         self.points: tuple = ()
+        self.source_points: list = []   # the layout's route this edge was drawn from
+        self.anchor = None              # where its input port was (the scene checks for moves)
         self.setZValue(1)
         self.set_points(points)
 

@@ -31,8 +31,9 @@ class Minimap(QWidget):
         self._scale = 1.0
         self._offset = QPointF()
 
-    def set_layout(self, layout: Layout | None, scene_rect: QRectF) -> None:
-        """Repaint the thumbnail for a new layout (``scene_rect``: the area it shows)."""
+    def set_layout(self, layout: Layout | None, scene_rect: QRectF, ops: dict[str, str] | None = None) -> None:
+        """Repaint the thumbnail for a new layout (``scene_rect``: the area it shows; ``ops``: each
+        node's op kind, for its colour)."""
         self._scene_rect = QRectF(scene_rect)
         w, h = self.width() - 8, self.height() - 8
         sw, sh = max(scene_rect.width(), 1.0), max(scene_rect.height(), 1.0)
@@ -51,8 +52,12 @@ class Minimap(QWidget):
                            else st.color(st.GROUP_COLOR))
             # Cards are a pixel at least, so a long chain still shows as a line.
             min_w = 1.0 / self._scale
-            p.setBrush(QColor("#6b7f99"))
-            p.drawRects([QRectF(b.x, b.y, max(b.w, min_w), max(b.h, min_w)) for b in layout.nodes.values()])
+            by_op: dict[str, list[QRectF]] = {}
+            for name, b in layout.nodes.items():
+                by_op.setdefault((ops or {}).get(name, ""), []).append(QRectF(b.x, b.y, max(b.w, min_w), max(b.h, min_w)))
+            for op, rects in by_op.items():
+                p.setBrush(st.op_color(op) if op else QColor("#6b7f99"))
+                p.drawRects(rects)
             p.end()
         self._image = img
         self.update()

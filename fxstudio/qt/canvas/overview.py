@@ -28,15 +28,33 @@ class OverviewItem(QGraphicsItem):
         self._groups: list = []
         self._edges = QPainterPath()
         self._bounds = QRectF()
-        self.boxes: dict[str, tuple[float, float, float, float]] = {}
+        self._boxes: dict[str, tuple[float, float, float, float]] = {}
+        self._pending = None
         self.highlights: dict[str, str] = {}
 
     def set_layout(self, layout: Layout, ops: dict[str, str]) -> None:
-        """Prepare the drawing for ``layout``; ``ops`` gives each node's op kind (for its colour)."""
+        """Show ``layout``; ``ops`` gives each node's op kind (for its colour). The drawing is
+        prepared when first needed (most edits happen zoomed in, where the overview is hidden)."""
         self.prepareGeometryChange()
-        self.boxes = {n: (b.x, b.y, b.w, b.h) for n, b in layout.nodes.items()}
+        self._pending = (layout, ops)
+        x0, y0, x1, y1 = bounds(layout)
+        self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-20, -20, 20, 20)
+        self.update()
+
+    @property
+    def boxes(self) -> dict[str, tuple[float, float, float, float]]:
+        """(x, y, w, h) of every card by node name."""
+        self._prepare()
+        return self._boxes
+
+    def _prepare(self) -> None:
+        if self._pending is None:
+            return
+        layout, ops = self._pending
+        self._pending = None
+        self._boxes = {n: (b.x, b.y, b.w, b.h) for n, b in layout.nodes.items()}
         by_op: dict[str, list[QRectF]] = {}
-        for name, (x, y, w, h) in self.boxes.items():
+        for name, (x, y, w, h) in self._boxes.items():
             by_op.setdefault(ops.get(name, "output"), []).append(QRectF(x, y, w, h))
         self._rects = [(st.op_color(op), rects) for op, rects in by_op.items()]
         self._groups = [(QRectF(g.x, g.y, g.w, g.h), st.color(st.GROUP_COLOR) if g.collapsed else st.frame_fill(g.depth))
@@ -51,14 +69,13 @@ class OverviewItem(QGraphicsItem):
         # pyqtgraph builds the path from arrays in C++ (one path for all edges, drawn in ~ms).
         self._edges = arrayToQPath(np.asarray(xs, dtype=float), np.asarray(ys, dtype=float),
                                    connect=np.asarray(connect, dtype=bool)) if xs else QPainterPath()
-        x0, y0, x1, y1 = bounds(layout)
-        self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-20, -20, 20, 20)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 (Qt override)
         """The whole layout."""
         return self._bounds
 
     def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+        self._prepare()
         # Drawn directly: replaying a QPicture of the same calls is ~30x slower.
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
         painter.setPen(Qt.PenStyle.NoPen)
@@ -77,7 +94,7 @@ class OverviewItem(QGraphicsItem):
         lod = QStyleOptionGraphicsItem.levelOfDetailFromTransform(painter.worldTransform())
         m = 3.0 / max(lod, 1e-9)   # at least ~6 px across on screen
         for name, colour in self.highlights.items():
-            box = self.boxes.get(name)
+            box = self._boxes.get(name)
             if box is None:
                 continue
             x, y, w, h = box

@@ -154,7 +154,7 @@ class CanvasScene(QGraphicsScene):
         nodes = {n.name: n for n in gm.graph.nodes}
         self._sync_cards(nodes, layout, id_of, refresh)
         self._sync_groups(layout)
-        self._sync_edges(nodes, layout)
+        self._sync_edges(nodes, layout, refresh)
         self.overview.set_layout(layout, {name: c.info.op for name, c in self.cards.items()})
         x0, y0, x1, y1 = self.bounds = bounds(layout)
         m = 200.0
@@ -224,21 +224,32 @@ class CanvasScene(QGraphicsScene):
             self.removeItem(item)
         self.frames, self.group_cards = frames, gcards
 
-    def _sync_edges(self, nodes, layout: Layout) -> None:
+    def _sync_edges(self, nodes, layout: Layout, refresh) -> None:
         keep = {}
         seen: dict[tuple, int] = {}
         labelled: set[str] = set()
+        cards = self.cards
         for route in layout.edges:
             base = (route.src, route.dst, route.key)
             k = base + (seen.get(base, 0),)
             seen[base] = k[3] + 1
+            item = self.edges.pop(k, None)
+            card = cards.get(route.dst)
+            anchor = (card.x(), card.y(), card.size(), id(card.info)) if card is not None else None
+            if (item is not None and refresh is not None and route.src not in refresh
+                    and item.anchor == anchor and item.source_points == route.points):
+                # Same route into the same port, same source: nothing to redo.
+                item.route = route
+                if item.label:
+                    labelled.add(route.src)
+                keep[k] = item
+                continue
             points = self._port_route(route, k[3])
             src = nodes.get(route.src)
             # One shape label per source: its other out-edges carry the same tensor.
             label = edge_label(src) if src is not None and route.src not in labelled else ""
             if label:
                 labelled.add(route.src)
-            item = self.edges.pop(k, None)
             if item is None or item.label != label:
                 if item is not None:
                     self.removeItem(item)
@@ -247,6 +258,7 @@ class CanvasScene(QGraphicsScene):
             else:
                 item.route = route
                 item.set_points(points)
+            item.source_points, item.anchor = route.points, anchor
             keep[k] = item
         for item in self.edges.values():
             self.removeItem(item)

@@ -9,9 +9,10 @@ a refusal is emitted as ``edit_refused(reason)``.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, Signal
+import shiboken6
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import QFrame, QGraphicsView, QWidget
+from PySide6.QtWidgets import QFrame, QGraphicsView, QToolTip, QWidget
 
 from fxstudio.core.errors import EditRefused
 from fxstudio.qt.canvas import style as st
@@ -41,6 +42,7 @@ class GraphCanvas(QGraphicsView):
         self.document = None
         self.collapsed: set[str] = set()
         self._unsubscribe = None
+        self._pending: list = []      # document events not drawn yet
         self._drag: RewireDrag | None = None
         self._pan_from: QPoint | None = None
         self._panned = False
@@ -82,6 +84,7 @@ class GraphCanvas(QGraphicsView):
             self._unsubscribe()
             self._unsubscribe = None
         self._cancel_drag()
+        self._pending = []
         self.document = doc
         self.collapsed = set()
         if doc is None:
@@ -103,22 +106,55 @@ class GraphCanvas(QGraphicsView):
         self._sync_lod()
 
     def _on_event(self, event) -> None:
-        """Redraw after an edit, undo, redo or reset: incremental layout, cards updated in place."""
-        if event.kind == "saved":
+        """Queue a redraw for an edit, undo, redo or reset event.
+
+        Events arriving together (a history jump undoes many commands) are drawn once, on the next
+        turn of the event loop; ``flush()`` draws at once."""
+        if event.kind == "saved" or not shiboken6.isValid(self):   # closed canvas, live document
             return
         self._cancel_drag()
-        if event.kind == "reset":
+        self._pending.append(event)
+        if len(self._pending) == 1:
+            QTimer.singleShot(0, self.flush)
+
+    def redraw_pending(self) -> bool:
+        """True while document events wait to be drawn."""
+        return bool(self._pending)
+
+    def flush(self) -> None:
+        """Draw the queued document events now: incremental layout, cards updated in place.
+
+        A failure here must not break the document's other subscribers: the canvas falls back to a
+        full relayout, and if that fails too it reports the problem instead of raising."""
+        if not shiboken6.isValid(self):
+            return
+        events, self._pending = self._pending, []
+        if not events or self.document is None:
+            return
+        try:
+            self._redraw(events)
+        except Exception:  # noqa: BLE001 (the graph is fine; only the drawing of it failed)
+            try:
+                self._relayout(previous=None)
+            except Exception as exc:  # noqa: BLE001
+                self.edit_refused.emit(f"The canvas could not draw the edited graph: {exc}")
+
+    def _redraw(self, events: list) -> None:
+        if any(e.kind == "reset" for e in events):
             self._relayout(previous=None)
             return
-        if not event.added and not event.removed:
-            nodes = [self.document.node(i) for i in event.changed]
+        added = set().union(*(e.added for e in events))
+        removed = set().union(*(e.removed for e in events))
+        changed = set().union(*(e.changed for e in events))
+        if not added and not removed:
+            nodes = [self.document.node(i) for i in changed]
             if all(n is not None for n in nodes) and self.canvas_scene.update_in_place(nodes, self.document.id_of):
                 # Same wiring (a constant, a keyword or a target changed): no relayout needed.
                 if self._pattern:
                     self._rematch()
                 return
         refresh: set[str] = set()
-        for nid in set(event.added) | set(event.changed):
+        for nid in added | changed:
             node = self.document.node(nid)
             if node is not None:   # its card, and its users' ports (they name it)
                 refresh.add(node.name)
@@ -166,6 +202,7 @@ class GraphCanvas(QGraphicsView):
 
     def fit(self) -> None:
         """Fit the whole graph in the view (never magnifying past 1.5×)."""
+        self.flush()
         layout = self.canvas_scene.layout
         if layout is None or not (layout.nodes or layout.groups):
             return
@@ -181,6 +218,7 @@ class GraphCanvas(QGraphicsView):
 
     def center_on_node(self, node_id: int) -> bool:
         """Scroll so the node's card is visible (centred if it was off screen); False if not shown."""
+        self.flush()
         item = self.canvas_scene.by_id.get(node_id)
         if item is None and self.document is not None:   # inside a collapsed module: go to its card
             node = self.document.node(node_id)
@@ -207,6 +245,7 @@ class GraphCanvas(QGraphicsView):
     # -- collapse -----------------------------------------------------------------------------
     def toggle_group(self, path: str) -> None:
         """Collapse or expand the module group ``path``, keeping its corner where it was on screen."""
+        self.flush()
         before = self._group_corner(path)
         anchor = self.mapFromScene(before) if before is not None else None
         if path in self.collapsed:
@@ -227,6 +266,7 @@ class GraphCanvas(QGraphicsView):
     def search(self, pattern: str) -> int:
         """Highlight the cards matching ``pattern`` (regex over name, op, target); go to the first.
         Returns the number of matches."""
+        self.flush()
         self._pattern = pattern
         if self.search_bar.edit.text() != pattern:   # called from code: show it in the find bar
             self.search_bar.edit.blockSignals(True)
@@ -304,6 +344,7 @@ class GraphCanvas(QGraphicsView):
 
     # -- selection ----------------------------------------------------------------------------
     def _selection_changed(self, ids: list) -> None:
+        self.flush()
         self._apply_selection(scroll=True)
 
     def _apply_selection(self, scroll: bool) -> None:
@@ -324,6 +365,7 @@ class GraphCanvas(QGraphicsView):
         if event.button() != Qt.MouseButton.LeftButton:
             return super().mousePressEvent(event)
         self.setFocus(Qt.FocusReason.MouseFocusReason)
+        self.flush()   # never act on cards of a graph that has changed since
         pos = self.mapToScene(event.position().toPoint())
         scene = self.canvas_scene
         path = scene.toggle_at(pos)
@@ -360,6 +402,11 @@ class GraphCanvas(QGraphicsView):
         """Drive the rewire feedback or pan the view."""
         if self._drag is not None:
             self._drag.move(self.mapToScene(event.position().toPoint()))
+            hover = self._drag.hover
+            if hover is not None and hover.drag_state == "cycle":   # say why at once, not after a rest
+                QToolTip.showText(event.globalPosition().toPoint(), hover.toolTip(), self.viewport())
+            else:
+                QToolTip.hideText()
             return event.accept()
         if self._pan_from is not None:
             p = event.position().toPoint()
@@ -465,7 +512,8 @@ class GraphCanvas(QGraphicsView):
 
     def _layout_changed(self) -> None:
         x0, y0, x1, y1 = self.canvas_scene.bounds
-        self.minimap.set_layout(self.canvas_scene.layout, QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-40, -40, 40, 40))
+        ops = {name: card.info.op for name, card in self.canvas_scene.cards.items()}
+        self.minimap.set_layout(self.canvas_scene.layout, QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-40, -40, 40, 40), ops)
         self._update_scroll_area()
         self._view_moved()
 

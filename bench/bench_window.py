@@ -1,0 +1,149 @@
+"""Latency of the whole editor window on a generated ~10k-node graph (issue 6 target: < 100 ms).
+
+Run ``.venv/bin/python -m bench.bench_window`` (``--quick``: a 2k-node graph, fewer repeats).
+Measured offscreen with the real ``MainWindow``: canvas, Properties, Code, Table, Problems,
+History and Run docks, autosave journal on.
+
+* select: ``SelectionModel.set`` until every view followed and pending events were processed;
+* edit: one ``set_arg`` through ``doc.apply_edit`` until the window (title, status, journal write,
+  canvas, panel) has redrawn and the event queue is empty, deferred dock refreshes included;
+* undo: the same for ``doc.undo``;
+* journal: the autosave write alone (atomic, fsync'd);
+* code dock refresh: regenerating and highlighting the edited module's code (recompile included).
+
+Each figure is also a ratio to ``graph.lint()`` on the same graph, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+TARGET_MS = 100.0
+
+
+def _ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def _document(n_nodes: int):
+    import torch
+
+    from fxstudio.core import synthetic
+    from fxstudio.core.document import Document
+    from fxstudio.core.model import LoadedModel
+
+    gm = synthetic.as_graph_module(synthetic.make_graph("skip_chain", n_nodes))
+    loaded = LoadedModel(path=None, kind="py", module=gm, graph_module=gm,
+                         example_inputs=(torch.zeros(synthetic.BATCH, synthetic.D),))
+    return Document(loaded)
+
+
+def _settle(app) -> None:
+    app.processEvents()
+    app.processEvents()
+
+
+def main(argv: list[str]) -> int:
+    """Print the latency table; exit 1 when a median misses the target."""
+    quick = "--quick" in argv
+    n_nodes = 2_000 if quick else 10_000
+    repeats = 5 if quick else 12
+    tmp = tempfile.mkdtemp(prefix="fxs-bench-window-")
+    os.environ["FXSTUDIO_STATE_DIR"] = os.path.join(tmp, "state")
+    os.environ["FXSTUDIO_CONFIG_DIR"] = os.path.join(tmp, "config")
+
+    from fxstudio.core import journal
+    from fxstudio.qt.launch import make_app
+    from fxstudio.qt.main_window import MainWindow
+
+    app = make_app()
+    doc = _document(n_nodes)
+    nodes = list(doc.edited.graph.nodes)
+    print(f"graph: {len(nodes)} nodes", flush=True)
+    lint = []
+    for _ in range(5):
+        t = time.perf_counter()
+        doc.edited.graph.lint()
+        lint.append(time.perf_counter() - t)
+    lint_ms = _ms(lint)
+
+    win = MainWindow(persist=False)
+    win.resize(1600, 1000)
+    win.show()
+    _settle(app)
+    t = time.perf_counter()
+    win.set_document(doc, spec=os.path.join(tmp, "synthetic_model.py"))
+    _settle(app)
+    open_ms = (time.perf_counter() - t) * 1000
+
+    middle = [n for n in nodes if n.op not in ("output", "placeholder")]
+    select = []
+    for i in range(repeats):
+        node = middle[(i * 7919) % len(middle)]
+        t = time.perf_counter()
+        win.selection.set([doc.id_of(node)])
+        _settle(app)
+        select.append(time.perf_counter() - t)
+
+    adds = [n for n in nodes if n.op == "call_function" and n.name.startswith("add")]
+    edit, undo = [], []
+    for node in adds[len(adds) // 2: len(adds) // 2 + repeats]:
+        win.selection.set([doc.id_of(node)])
+        _settle(app)
+        new_input = node.args[0].all_input_nodes[0]
+        t = time.perf_counter()
+        doc.apply_edit({"op": "set_arg", "node": node.name, "key": 1, "value": f"%{new_input.name}"})
+        _settle(app)
+        edit.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        doc.undo()
+        _settle(app)
+        undo.append(time.perf_counter() - t)
+    doc.apply_edit({"op": "set_arg", "node": adds[0].name, "key": 1, "value": f"%{adds[0].args[0].all_input_nodes[0].name}"})
+    _settle(app)
+
+    writes = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        journal.write_journal(win.spec, doc.edit_script(), labels=doc.history)
+        writes.append(time.perf_counter() - t)
+
+    code = []
+    for _ in range(3):
+        doc.apply_edit({"op": "set_arg", "node": adds[1].name, "key": 1, "value": f"%{adds[1].args[0].all_input_nodes[0].name}"})
+        t = time.perf_counter()
+        win.code.refresh()
+        code.append(time.perf_counter() - t)
+        doc.undo()
+    _settle(app)
+
+    rows = [
+        ("open in window (all views)", open_ms, None),
+        ("select → every view followed", _ms(select), TARGET_MS),
+        ("set_arg → window redrawn", _ms(edit), TARGET_MS),
+        ("undo → window redrawn", _ms(undo), TARGET_MS),
+        ("autosave journal write", _ms(writes), None),
+        ("code dock refresh (recompile + highlight)", _ms(code), None),
+    ]
+    print(f"\n{len(nodes):,}-node skip_chain graph, full window 1600×1000 offscreen; "
+          f"reference graph.lint() = {lint_ms:.1f} ms\n")
+    print("| step | median ms | × lint | target |")
+    print("| --- | ---: | ---: | --- |")
+    failed = False
+    for name, ms, target in rows:
+        verdict = "" if target is None else ("< 100 ms ✔" if ms < target else "< 100 ms ✘")
+        failed |= target is not None and ms >= target
+        print(f"| {name} | {ms:.1f} | {ms / lint_ms:.2f} | {verdict} |")
+    win.document.mark_saved()
+    win.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
