@@ -111,7 +111,7 @@ def main(argv: list[str]) -> int:
     """Print the markdown table; exit 1 when a large-batch case misses the targets."""
     quick = "--quick" in argv
     torch.set_num_threads(1)
-    repeats = 3 if quick else 15
+    repeats = 3 if quick else 25
     cases = [("residual_cnn.py", 1), ("transformer_block.py", 1)]
     if not quick:
         cases += [("residual_cnn.py", 16), ("transformer_block.py", 16)]

@@ -10,6 +10,7 @@ table; the targets of issue 5 are checked and reported at the end.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -128,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     if not have_dot:
         print("graphviz 'dot' not found: only fxstudio's times are reported", file=sys.stderr)
     sizes = [2000] if args.quick else [4000, 10000]
+    load0 = os.getloadavg()[0]
+    print(f"load average {load0:.1f} on {os.cpu_count()} CPUs: on a busy machine wall times run above CPU times")
     rows = []
     misses = []
 
@@ -153,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                 misses.append(f"{label}: {seconds * 1000:.0f} ms ≥ 50 ms")
             if dot_cross is not None and cross > dot_cross:
                 misses.append(f"{label}: {cross} crossings > dot's {dot_cross}")
-        if kind == "big" and dot_ran and ratio < 40:
+        if kind == "big" and dot_ran and ratio < 40 and n_nodes >= 3500:  # the target is for 4k-10k nodes
             misses.append(f"{label}: only {ratio:.0f}x faster than dot")
         if n_nodes <= 10500 and seconds >= 1.0:
             misses.append(f"{label}: {seconds:.2f} s ≥ 1 s")
@@ -187,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio_txt = ("≥ " if ds is None else "") + f"{ratio:.0f}x" if dot_ran else "–"
         print(f"| {label} | {n} | {fmt_s(s, timeout)} | {fmt_s(cpu, timeout)} | {'–' if c is None else c} | {dot_txt} | "
               f"{'–' if dc is None else dc} | {ratio_txt} |")
-    print()
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     if misses:
         print("targets missed:\n  " + "\n  ".join(misses))
         return 1

@@ -190,6 +190,9 @@ def may_mutate(node: torch.fx.Node, gm: torch.nn.Module, modules: dict[str, torc
     if node.op == "call_function":
         if target in _INPLACE_OPERATORS:
             return True
+        schema = getattr(target, "_schema", None)  # aten ops say so themselves (add_.Tensor, copy_)
+        if schema is not None and getattr(schema, "is_mutable", False):
+            return True
         name = getattr(target, "__name__", "") or ""
         return name.endswith("_") and not name.startswith("__")
     if node.op == "call_module":

@@ -105,11 +105,22 @@ def plain_graph(gm: torch.fx.GraphModule) -> torch.fx.Graph:
                 )
         if info.out_spec is not None:
             flat = list(output) if isinstance(output, (tuple, list)) else [output]
-            output = pytree.tree_unflatten(flat, info.out_spec)
+            output = _build_namedtuples(graph, pytree.tree_unflatten(flat, info.out_spec))
             _check_output_structure(output)
     graph.output(output)
     graph.lint()
     return graph
+
+
+def _build_namedtuples(graph: torch.fx.Graph, value: Any) -> Any:
+    """The output structure with each namedtuple made by a call node, as ``symbolic_trace`` does."""
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return graph.call_function(type(value), tuple(_build_namedtuples(graph, v) for v in value))
+    if type(value) in (tuple, list):
+        return type(value)(_build_namedtuples(graph, v) for v in value)
+    if type(value) is dict:
+        return {k: _build_namedtuples(graph, v) for k, v in value.items()}
+    return value
 
 
 def _check_output_structure(value: Any) -> None:

@@ -200,7 +200,7 @@ def constructor_expression(module: nn.Module, path: str, namer: ImportNamer) -> 
         problem = _compare(module, cls, args, kwargs)
         if problem is None:
             short = _shorter(cls, args, kwargs)
-            if short is not None and _compare(module, cls, *short) is None:
+            if short is not None and short != (args, kwargs) and _compare(module, cls, *short) is None:
                 args, kwargs = short
             name = namer.name_for(cls)
             parts = [literal(a) for a in args] + [f"{k}={literal(v)}" for k, v in kwargs.items()]
@@ -322,8 +322,23 @@ def _config(module: nn.Module) -> dict[str, Any]:
     return out
 
 
+_compare_cache: dict[tuple, str | None] = {}
+
+
 def _compare(module: nn.Module, cls: type, args: list, kwargs: dict) -> str | None:
-    """None if ``cls(*args, **kwargs)`` has the same structure and configuration as ``module``."""
+    """None if ``cls(*args, **kwargs)`` has the same structure and configuration as ``module``
+    (remembered for modules alike in class, repr, shapes and configuration, e.g. repeated blocks)."""
+    shapes = tuple((k, tuple(v.shape)) for k, v in module.state_dict().items())
+    key = (cls, repr(module), repr(args), repr(kwargs), shapes, repr(sorted(_config(module).items())))
+    if key not in _compare_cache:
+        if len(_compare_cache) > 4096:
+            _compare_cache.clear()
+        _compare_cache[key] = _compare_built(module, cls, args, kwargs)
+    return _compare_cache[key]
+
+
+def _compare_built(module: nn.Module, cls: type, args: list, kwargs: dict) -> str | None:
+    """``_compare`` without the memory: build the candidate and compare."""
     # Big modules are built on the meta device (nothing allocated); small ones on the CPU, which
     # avoids the seconds the first meta construction of some modules spends importing meta kernels.
     size = sum(v.numel() for v in module.state_dict().values() if isinstance(v, torch.Tensor))

@@ -262,11 +262,11 @@ def compute_layout(
     leaf = [not g and t == p and op == "call_module"
             for g, t, p, op in zip(units.is_group, units.targets, units.paths, units.ops)]
     frames = frame_members(units.paths, leaf)
-    gaps = frame_gaps(frames, layer, nlayers, LAYER_GAP)
-    tops = band_tops(layer_h, gaps)
+    band_gaps = frame_gaps(frames, layer, nlayers, LAYER_GAP)
+    tops = band_tops(layer_h, band_gaps)
     if prev_x is not None:
         # Frames may squeeze until the next fresh layout: keeping cards in place comes first.
-        tops = _keep_previous_tops(previous, layer_h, np.minimum(gaps, LAYER_GAP))
+        tops = _keep_previous_tops(previous, layer_h, np.minimum(band_gaps, LAYER_GAP))
 
     result = Layout()
     left = x[:n] - widths / 2

@@ -143,7 +143,7 @@ def reduce_crossings(
     return best
 
 
-TRANSPOSE_LIMIT = 8000  # nodes + dummies up to which adjacent transpositions run
+TRANSPOSE_LIMIT = 3000  # nodes + dummies up to which adjacent transpositions run
 
 
 def _pair_crossings(nu: list[int], nv: list[int], posl: list[int]) -> int:

@@ -86,7 +86,7 @@ def _load_py(path, name, tracer, input_shapes, **options) -> LoadedModel:
     notes: list[str] = []
     if input_shapes:
         inputs = inputs_from_shapes(input_shapes)
-        if file_example_inputs(user_module, path) is not None:
+        if callable(getattr(user_module, "example_inputs", None)) or hasattr(user_module, "EXAMPLE_INPUTS"):
             notes.append("inputs from --input-shape (random values) replace the file's example inputs")
     else:
         inputs = file_example_inputs(user_module, path)

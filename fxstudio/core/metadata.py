@@ -275,13 +275,32 @@ def _normalize_module(node: torch.fx.Node) -> tuple[dict | None, str]:
 
 
 def _normalize_method(node: torch.fx.Node) -> tuple[dict | None, str]:
-    fn = getattr(torch, str(node.target), None)
+    """A Tensor method against ``torch.<name>`` (else the ``aten.<name>`` overloads), ``self`` first.
+
+    Size-like varargs (``x.view(-1, 1)``, ``x.permute(0, 2, 1)``) are matched as the list
+    parameter they stand for, and the note says so.
+    """
+    name = str(node.target)
+    fn = getattr(torch, name, None)
     if fn is None or not callable(fn):
-        return None, f"Tensor.{node.target} has no torch.{node.target} signature to match its arguments against"
-    result, note = _normalize_function(fn, node.args, node.kwargs, f"Tensor.{node.target}")
-    if result is None:
-        return None, note
+        fn = getattr(torch.ops.aten, name, None)
+    label = f"Tensor.{name}"
+    if fn is None:
+        return None, f"{label} has no torch.{name} or aten.{name} signature to match its arguments against"
+    result, note = _normalize_function(fn, node.args, node.kwargs, label)
+    if result is None and len(node.args) > 2 and all(_int_like(a) for a in node.args[1:]):
+        packed = (node.args[0], list(node.args[1:]))
+        packed_result, packed_note = _normalize_function(fn, packed, node.kwargs, label)
+        if packed_result is not None:
+            note = f"the sizes passed one by one are shown as the list parameter they fill{'; ' + packed_note if packed_note else ''}"
+            return packed_result, note
     return result, note
+
+
+def _int_like(value: Any) -> bool:
+    if isinstance(value, torch.fx.Node):
+        return _arg_type(value) in (int, None) and "tensor_meta" not in value.meta
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _arg_type(value: Any) -> Any:
@@ -295,10 +314,16 @@ def _arg_type(value: Any) -> Any:
         example = value.meta.get("val")
         if isinstance(example, torch.Tensor):
             return torch.Tensor
-        if isinstance(example, (int, float, bool, torch.SymInt, torch.SymFloat)):
-            return type(example) if not isinstance(example, torch.SymInt) else int
-        return None
+        if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return {torch.SymInt: int, torch.SymFloat: float, torch.SymBool: bool}[type(example)]
+        if isinstance(example, (int, float, bool)):
+            return type(example)
+        recorded = value.meta.get("type")  # ShapeProp records the Python type of every result
+        return recorded if recorded in (int, float, bool) else None
     if isinstance(value, (list, tuple)):
+        kinds = {_arg_type(v) for v in value}
+        if len(kinds) == 1 and next(iter(kinds)) in (int, float, torch.Tensor):
+            return list[next(iter(kinds))]
         return None
     return type(value)
 

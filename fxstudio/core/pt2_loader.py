@@ -30,9 +30,16 @@ def load_exported_program(path: Path):
 
 def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
     """Inputs for an exported program: given shapes, else the program's own, else random of its input specs."""
+    user_inputs = [
+        spec.arg.name
+        for spec in ep.graph_signature.input_specs
+        if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT
+    ]
+    vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
     if input_shapes:
         from fxstudio.core.loading import inputs_from_shapes
 
+        _check_shapes(path, input_shapes, [vals.get(name) for name in user_inputs])
         return inputs_from_shapes(input_shapes), "--input-shape"
     stored = getattr(ep, "example_inputs", None)
     if stored:
@@ -40,12 +47,6 @@ def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
         if not kwargs:
             return tuple(args), "the program's stored example inputs"
     inputs = []
-    user_inputs = [
-        spec.arg.name
-        for spec in ep.graph_signature.input_specs
-        if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT
-    ]
-    vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
     gen = torch.Generator().manual_seed(0)
     for name in user_inputs:
         val = vals.get(name)
@@ -62,3 +63,24 @@ def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
         else:
             inputs.append(torch.zeros(shape, dtype=val.dtype))
     return tuple(inputs), "random values of the program's input shapes"
+
+
+def _check_shapes(path: Path, shapes, vals) -> None:
+    """Refuse ``--input-shape`` values that the program's static input sizes rule out."""
+    expected = [tuple(v.shape) if isinstance(v, torch.Tensor) else None for v in vals]
+    if len(shapes) != len(expected):
+        raise LoadError(
+            f"{path}: the program takes {len(expected)} input(s); --input-shape was given {len(shapes)} time(s)."
+        )
+    for i, (given, want) in enumerate(zip(shapes, expected)):
+        if want is None:
+            continue
+        fits = len(given) == len(want) and all(
+            not isinstance(w, int) or int(g) == w for g, w in zip(given, want)
+        )
+        if not fits:
+            text = "×".join(str(w) for w in want)
+            raise LoadError(
+                f"{path}: input {i + 1} was exported with shape {text}; --input-shape "
+                f"{','.join(map(str, given))} does not fit it (only dynamic sizes may differ)."
+            )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
 import warnings
 
 import torch
@@ -76,10 +77,15 @@ def _clear(gm: torch.fx.GraphModule) -> None:
         node.meta.pop("tensor_meta", None)
 
 
+# sys.stderr is process-wide: loads on two worker threads must not interleave their redirections
+# (the second to finish would restore the first one's buffer as stderr).
+STDERR_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def _quiet():
     """ShapeProp prints a traceback to stderr before re-raising; the note says what failed instead."""
-    with contextlib.redirect_stderr(io.StringIO()):
+    with STDERR_LOCK, contextlib.redirect_stderr(io.StringIO()):
         yield
 
 

@@ -22,6 +22,7 @@ import torch.fx
 from torch import nn
 
 from fxstudio.core.errors import LoadError
+from fxstudio.core.shape_propagation import STDERR_LOCK
 from fxstudio.core.trace_diagnostics import trace_error
 
 
@@ -180,18 +181,19 @@ def quiet_torch_logs():
     """Silence export's own warnings and its stderr dump of the partial graph on failure (the
     ``TraceError`` says what matters); on success whatever it printed is passed on.
     """
-    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in _NOISY_LOGGERS]
-    for logger, _ in saved:
-        logger.setLevel(logging.ERROR)
-    captured = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(captured):
-            yield
-    except BaseException:
-        raise
-    else:
-        if captured.getvalue():
-            sys.stderr.write(captured.getvalue())
-    finally:
-        for logger, level in saved:
-            logger.setLevel(level)
+    with STDERR_LOCK:  # stderr and logger levels are process-wide: one load at a time here
+        saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in _NOISY_LOGGERS]
+        for logger, _ in saved:
+            logger.setLevel(logging.ERROR)
+        captured = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(captured):
+                yield
+        except BaseException:
+            raise
+        else:
+            if captured.getvalue():
+                sys.stderr.write(captured.getvalue())
+        finally:
+            for logger, level in saved:
+                logger.setLevel(level)

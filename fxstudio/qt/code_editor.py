@@ -55,13 +55,13 @@ class VisibleHighlighter:
         self._done.clear()
 
     def highlight_visible(self) -> None:
-        """Colour the lines in view (and a screenful around them) not coloured yet."""
+        """Colour the lines in view (and a few around them) not coloured yet."""
         ed = self.editor
         block = ed.firstVisibleBlock()
         first = block.blockNumber()
         lines = max(1, ed.viewport().height() // max(1, ed.fontMetrics().height()))
-        start = ed.document().findBlockByNumber(max(0, first - lines))
-        end_number = first + 2 * lines
+        start = ed.document().findBlockByNumber(max(0, first - 5))
+        end_number = first + lines + 5
         block = start
         changed = False
         first_pos, last_pos = start.position(), start.position()

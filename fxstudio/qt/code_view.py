@@ -17,7 +17,7 @@ from fxstudio.qt.code_editor import CodeEditor
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.selection import SelectionModel
 
-CODE_DELAY_MS = 150
+CODE_DELAY_MS = 250
 """Regenerating the code recompiles the module: wait for a pause in the edits (one recompile per burst)."""
 
 _ASSIGN = re.compile(r"^\s+([A-Za-z_]\w*)\s*=\s")
@@ -107,13 +107,19 @@ class CodeView(QWidget):
         self.lazy.flush()
 
     def refresh(self) -> None:
-        """Regenerate the edited code (recompiling the module if stale) and re-mark the selection."""
+        """Regenerate the edited code and re-mark the selection."""
         if self.doc is None:
             self.edited.set_code("")
             self._line_of, self._node_at = {}, {}
             return
-        gm = self.doc.module()
-        code = gm.code.lstrip("\n")
+        gm = self.doc.edited
+        if getattr(self.doc, "stale", False):
+            # The text recompile() would produce, without compiling it or touching the module: a
+            # view must not pay for (or trigger) the document's deferred recompile.
+            code = gm.graph.python_code(root_module="self").src
+        else:
+            code = gm.code
+        code = code.lstrip("\n")
         self._line_of, self._node_at = map_code_lines(code, gm.graph)
         self.edited.set_code(code)
         self.follow_selection()

@@ -16,6 +16,7 @@ from fxstudio.qt.code_view import CodeView
 from fxstudio.qt.history_view import HistoryView
 from fxstudio.qt.problems import ProblemsView
 from fxstudio.qt.properties.panel import PropertiesPanel
+from fxstudio.qt.run_pane import RunPane
 from fxstudio.qt.table_view import TableView
 
 
@@ -50,9 +51,7 @@ def build_docks(window: QMainWindow, selection) -> Docks:
         "table": ("Table", TableView(selection), "Alt+4"),
         "problems": ("Problems", ProblemsView(selection), "Alt+5"),
     }
-    run_pane = _run_pane(selection)
-    if run_pane is not None:
-        views["run"] = ("Run", run_pane, "Alt+6")
+    views["run"] = ("Run", RunPane(selection), "Alt+6")
     for key, (title, view, shortcut) in views.items():
         if not view.objectName():
             view.setObjectName(f"{key}View")
@@ -65,8 +64,7 @@ def build_docks(window: QMainWindow, selection) -> Docks:
     window.tabifyDockWidget(out.docks["properties"], out.docks["history"])
     window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, out.docks["code"])
     for key in ("table", "problems", "run"):
-        if key in out.docks:
-            window.tabifyDockWidget(out.docks["code"], out.docks[key])
+        window.tabifyDockWidget(out.docks["code"], out.docks[key])
     out.docks["properties"].raise_()
     out.docks["code"].raise_()
     return out
@@ -77,14 +75,3 @@ def default_sizes(window: QMainWindow, docks: Docks) -> None:
     width, height = max(window.width(), 800), max(window.height(), 600)
     window.resizeDocks([docks.docks["properties"]], [int(width * 0.24)], Qt.Orientation.Horizontal)
     window.resizeDocks([docks.docks["code"]], [int(height * 0.30)], Qt.Orientation.Vertical)
-
-
-def _run_pane(selection):
-    """The Run pane when that part of fxstudio is installed in this tree, else None."""
-    import importlib.util
-
-    if importlib.util.find_spec("fxstudio.qt.run_pane") is None:
-        return None
-    from fxstudio.qt.run_pane import RunPane
-
-    return RunPane(selection)

@@ -10,7 +10,7 @@ from pathlib import Path
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from fxstudio.core.errors import FxStudioError, ScriptError
+from fxstudio.core.errors import EditRefused, ScriptError
 from fxstudio.resources import DEFAULT_EXAMPLE, example_path
 
 
@@ -58,45 +58,62 @@ def _read_edits(path: str | None) -> list[dict] | None:
 def launch(args, options: dict, size: tuple[int, int]) -> int:
     """Run the GUI for the parsed ``args``; returns the exit status."""
     app = make_app()
-    from fxstudio.qt.main_window import MainWindow
-
     spec = args.model or str(example_path(DEFAULT_EXAMPLE))
     edits = _read_edits(args.replay)
     if args.screenshot:
         return _screenshot(app, spec, options, edits, args, size)
+    start_window(spec, options, edits, args.select)
+    return int(app.exec())
+
+
+def start_window(spec: str, options: dict, edits: list[dict] | None = None, select: str | None = None):
+    """Show the main window and, once the event loop runs: offer a recovery, open ``spec``, then
+    apply ``edits`` and select ``select``. Returns the window (``launch`` then runs the loop)."""
+    from fxstudio.qt.main_window import MainWindow
+    from fxstudio.qt.recovery import offer_recovery, pick_journal
+
     window = MainWindow()
     window.show()
 
     def start() -> None:
-        from fxstudio.qt.recovery import offer_recovery, pick_journal
-
         entry = pick_journal(spec)
         same_model = entry is not None and _same(entry.model, spec)
         if same_model and offer_recovery(window, spec):
             return
         window.open_path(spec, origin="argument", options=options)
-        if edits:
-            window.open_flow.opened.connect(lambda _doc: _replay(window, edits, args.select), )
-        elif args.select:
-            window.open_flow.opened.connect(lambda _doc: _select(window, args.select))
-        if entry is not None and not same_model:
-            window.open_flow.opened.connect(lambda _doc: QTimer.singleShot(0, lambda: offer_recovery(window, None)))
+        _once(window.open_flow.opened, lambda _doc: _after_open(window, spec, edits, select, entry, same_model))
 
     QTimer.singleShot(0, start)
-    return int(app.exec())
+    return window
 
 
-def _same(model_key: str, spec: str) -> bool:
-    from fxstudio.core.journal import model_key as key
+def _once(signal, slot) -> None:
+    """Connect ``slot`` for the next emission of ``signal`` only."""
+    def run(*a):
+        signal.disconnect(run)
+        slot(*a)
+    signal.connect(run)
 
-    return model_key == key(spec)
 
+def _after_open(window, spec, edits, select, entry, same_model) -> None:
+    """After the model named on the command line opened: --replay, --select, other recoveries."""
+    from fxstudio.qt.recovery import offer_recovery
 
-def _replay(window, edits: list[dict], select: str | None) -> None:
-    if window.document is not None and window.document.history_index == 0:
+    if window.spec is None or not _same(window.spec, spec):
+        return  # that load failed and the user opened something else: the options were for it
+    if edits:
         window.apply_edits(edits, source="--replay")
     if select:
         _select(window, select)
+    if entry is not None and not same_model:
+        QTimer.singleShot(0, lambda: offer_recovery(window, None))
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether two model specs name the same file and entry."""
+    from fxstudio.core.journal import model_key
+
+    return model_key(a) == model_key(b)
 
 
 def _select(window, name: str) -> bool:
@@ -119,13 +136,26 @@ def _screenshot(app, spec: str, options: dict, edits, args, size: tuple[int, int
         raise ScriptError(f"--screenshot: the folder {out.parent} does not exist")
     # A screenshot is the first-run window: default layout, nothing autosaved or remembered.
     window = MainWindow(autosave=False, persist=False)
+    try:
+        _render(app, window, spec, options, edits, args, size, out)
+    finally:
+        window.autosave = False
+        window.document = None  # nothing to ask about on close
+        window.close()
+        window.deleteLater()
+    print(f"fxstudio: wrote {out} ({size[0]}x{size[1]})")
+    return 0
+
+
+def _render(app, window, spec: str, options: dict, edits, args, size: tuple[int, int], out: Path) -> None:
+    """Open ``spec`` in ``window`` synchronously, replay and select, then grab the window to ``out``."""
     window.resize(*size)
     window.show()
     settle(app, 0.1)
     window.open_path(spec, origin="argument", options=options, sync=True)
     if edits and not window.apply_edits(edits, source="--replay"):
         messages = [m for m in window.problems.messages() if m[0] == "error"]
-        raise FxStudioError(messages[0][2] if messages else "an edit of --replay was refused", hint=None)
+        raise EditRefused(messages[0][2] if messages else "an edit of --replay was refused")
     if args.select and not _select(window, args.select):
         raise ScriptError(f"--select: the graph has no node named {args.select!r}")
     settle(app, 0.4)
@@ -133,7 +163,7 @@ def _screenshot(app, spec: str, options: dict, edits, args, size: tuple[int, int
         lazy = getattr(view, "lazy", None)
         if lazy is not None:
             lazy.flush()
-    if args.select and window.canvas is not None:
+    if args.select:
         window.canvas.zoom_by(1.0 / window.canvas.zoom())  # readable cards around the selected node
         window.canvas.center_on_node(window.selection.current())
     else:
@@ -141,8 +171,3 @@ def _screenshot(app, spec: str, options: dict, edits, args, size: tuple[int, int
     settle(app, 0.3)
     if not window.grab().save(str(out)):
         raise ScriptError(f"--screenshot: could not write {out}")
-    window.autosave = False
-    window.document = None  # nothing to ask about on close
-    window.close()
-    print(f"fxstudio: wrote {out} ({size[0]}x{size[1]})")
-    return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import QEvent, QObject, QTimer
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QDockWidget, QWidget
 
 
 class LazyRefresh(QObject):
@@ -23,17 +23,34 @@ class LazyRefresh(QObject):
         self._widget = widget
         self._refresh = refresh
         self._stale = False
+        self._dock: QDockWidget | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(delay_ms)
         self._timer.timeout.connect(self._run)
         widget.installEventFilter(self)
 
+    def shown(self) -> bool:
+        """True when the widget is on screen: not hidden, and not a dock tabbed behind another."""
+        return self._widget.isVisible() and not self._widget.visibleRegion().isEmpty()
+
     def request(self) -> None:
-        """Ask for a redraw: soon if visible, else when next shown."""
+        """Ask for a redraw: soon if on screen, else when next shown."""
         self._stale = True
-        if self._widget.isVisible():
+        self._watch_dock()
+        if self.shown():
             self._timer.start()
+
+    def _watch_dock(self) -> None:
+        # A dock tabbed behind another stays "visible" to Qt; its visibilityChanged says when it comes forward.
+        if self._dock is not None:
+            return
+        parent = self._widget.parentWidget()
+        while parent is not None and not isinstance(parent, QDockWidget):
+            parent = parent.parentWidget()
+        if parent is not None:
+            self._dock = parent
+            parent.visibilityChanged.connect(lambda on: on and self._stale and self._timer.start())
 
     def flush(self) -> None:
         """Redraw now if a redraw is pending, visible or not (set-up, tests and screenshots)."""
@@ -48,13 +65,14 @@ class LazyRefresh(QObject):
         return self._stale
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt override)
-        if obj is self._widget and event.type() == QEvent.Type.Show and self._stale:
-            self._timer.start()
+        if obj is self._widget and self._stale and event.type() in (QEvent.Type.Show, QEvent.Type.Paint):
+            if not self._timer.isActive():
+                self._timer.start()
         return False
 
     def _run(self) -> None:
         self._timer.stop()
-        if not self._widget.isVisible():
+        if not self.shown():
             return  # hidden since the request: stay stale until shown
         self._stale = False
         self._refresh()

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox
 from fxstudio.core import journal
 from fxstudio.qt import menus
 from fxstudio.qt.actions.structure_actions import StructureActions
+from fxstudio.qt.canvas.view import GraphCanvas
 from fxstudio.qt.docks import build_docks, default_sizes
 from fxstudio.qt.open_dialogs import ask_unsaved
 from fxstudio.qt.open_flow import MODEL_SUFFIXES, OpenFlow
@@ -46,19 +47,19 @@ class MainWindow(WindowCommands, QMainWindow):
         self.options: dict = {}
         self.script_path: Path | None = None
         self.last_failure_dialog = None
+        self.last_export = None  # the last ExportResult, or the exception that stopped it
         self._unsubscribe = None
         self._tasks: list = []
         self.selection = SelectionModel(self)
         apply_style(self)
-        self.canvas = self._make_canvas()
-        if self.canvas is not None:
-            self.setCentralWidget(self.canvas)
+        self.canvas = GraphCanvas(self.selection)
+        self.setCentralWidget(self.canvas)
         self.dock_set = build_docks(self, self.selection)
         self.docks, self.views = self.dock_set.docks, self.dock_set.views
         self.code, self.table = self.views["code"], self.views["table"]
         self.problems, self.history = self.views["problems"], self.views["history"]
         self.properties = self.views["properties"]
-        self.run_pane = self.views.get("run")
+        self.run_pane = self.views["run"]
         self.structure = StructureActions(lambda: self.document, self.selection, self)
         self.actions = menus.build_actions(self)
         self.menus = menus.build_menus(self, self.actions)
@@ -74,21 +75,10 @@ class MainWindow(WindowCommands, QMainWindow):
 
     # ------------------------------------------------------------------ construction
 
-    def _make_canvas(self):
-        import importlib.util
-
-        if importlib.util.find_spec("fxstudio.qt.canvas.view") is None:
-            return None
-        from fxstudio.qt.canvas.view import GraphCanvas
-
-        return GraphCanvas(self.selection)
-
     def _connect_views(self) -> None:
         self.properties.edit_refused.connect(lambda msg: self.report_refusal(msg))
-        if self.canvas is not None:
-            self.canvas.edit_refused.connect(lambda msg: self.report_refusal(msg))
-        if self.run_pane is not None and hasattr(self.run_pane, "node_activated"):
-            self.run_pane.node_activated.connect(lambda node_id: self.selection.set([node_id]))
+        self.canvas.edit_refused.connect(lambda msg: self.report_refusal(msg))
+        self.run_pane.node_activated.connect(lambda node_id: self.selection.set([node_id]))
         self.structure.edit_refused.connect(lambda msg: self.report_refusal(msg))
         self.structure.status.connect(lambda msg: self.statusBar().showMessage(msg, 6000))
         self.problems.counts_changed.connect(lambda *_: self.update_status())
@@ -157,8 +147,7 @@ class MainWindow(WindowCommands, QMainWindow):
         if doc is not None:
             self._unsubscribe = doc.subscribe(self._on_event)
         for view in [self.canvas, *self.views.values()]:
-            if view is not None:
-                view.set_document(doc)
+            view.set_document(doc)
         if doc is not None and spec and self.persist and not _is_builtin(spec):
             self.prefs.add_recent(spec)
         if old_spec and old_spec != spec and self.autosave:

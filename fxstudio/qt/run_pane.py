@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 
 import torch.fx
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton,
@@ -341,9 +341,14 @@ class RunPane(QWidget):
         self.tabs.setCurrentWidget(self.nodes_table)
         focus = report.first_divergence or next((n for n in report.nodes if n.status == "error"), None)
         if focus is not None:
-            self.nodes_table.scrollToItem(self.nodes_table.item(focus.index, 0),
-                                          QAbstractItemView.ScrollHint.PositionAtCenter)
+            # After the table has laid out its new rows, or the scroll is lost.
+            QTimer.singleShot(0, lambda row=focus.index: self._scroll_nodes_to(row))
         self.report_ready.emit(report)
+
+    def _scroll_nodes_to(self, row: int) -> None:
+        item = self.nodes_table.item(row, 0)
+        if item is not None:
+            self.nodes_table.scrollToItem(item, QAbstractItemView.ScrollHint.PositionAtCenter)
 
     def _summary(self, r: CompareReport) -> str:
         parts = []

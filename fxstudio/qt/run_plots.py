@@ -176,7 +176,7 @@ class RunPlots(pg.GraphicsLayoutWidget):
         rows = [n for n in report.nodes if n.status in ("equal", "close", "diverged") and n.node_id is not None]
         finite = [n.score for n in rows if n.score is not None and math.isfinite(n.score) and n.score > 0]
         top = max(finite + [1.0]) * CEILING_FACTOR
-        xs, ys, brushes, sizes, ids = [], [], [], [], []
+        xs, ys, brushes, sizes, ids, symbols = [], [], [], [], [], []
         for n in rows:
             score = n.score if n.score is not None else math.inf
             y = top if not math.isfinite(score) else max(score, FLOOR)
@@ -186,6 +186,7 @@ class RunPlots(pg.GraphicsLayoutWidget):
             ys.append(y)
             brushes.append(pg.mkBrush(color))
             sizes.append(11 if first else 7)
+            symbols.append("t1" if not math.isfinite(score) else "o")  # ▲: another shape, or NaN
             ids.append(n.node_id)
             self._xy_by_id[n.node_id] = (n.index, y)
         tol = pg.InfiniteLine(pos=0.0, angle=0, pen=pg.mkPen(COLORS["tolerance"], style=Qt.PenStyle.DashLine))
@@ -196,6 +197,10 @@ class RunPlots(pg.GraphicsLayoutWidget):
         equal_label = pg.TextItem("exactly equal", color=COLORS["equal"], anchor=(0, 1.1))
         plot.addItem(equal_label)
         equal_label.setPos(0, math.log10(FLOOR))
+        if any(not math.isfinite(n.score if n.score is not None else math.inf) for n in rows):
+            ceiling = pg.TextItem("▲ other shape / NaN", color=COLORS["diverged"], anchor=(0, -0.1))
+            plot.addItem(ceiling)
+            ceiling.setPos(0, math.log10(top))
         inserted = [n.index for n in report.nodes if n.status == "no_counterpart"]
         for x in inserted:
             plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(QColor(120, 80, 200, 90), width=1)))
@@ -205,14 +210,18 @@ class RunPlots(pg.GraphicsLayoutWidget):
             plot.addItem(pg.PlotCurveItem(x, y, pen=pg.mkPen(QColor(190, 195, 205))))
             by_id = {n.node_id: n for n in rows}
             self._points = pg.ScatterPlotItem(x=x, y=y, size=sizes, brush=brushes, pen=pg.mkPen(None), data=ids,
-                                              hoverable=True, tip=lambda x, y, data: _tip(by_id.get(data)))
+                                              symbol=symbols, hoverable=True, tip=lambda x, y, data: _tip(by_id.get(data)))
             self._points.sigClicked.connect(self._points_clicked)
             plot.addItem(self._points)
         if report.first_divergence is not None:
             fd = report.first_divergence
             x, y = fd.index, self._xy_by_id.get(fd.node_id, (fd.index, 1.0))[1] if fd.node_id is not None else 1.0
             plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(COLORS["first"], width=1.5)))
-            text = pg.TextItem(f"first divergence: {fd.name}", color=COLORS["first"], anchor=(-0.05, 1.2))
+            # Above its point, or below it when the point sits at the top of the plot.
+            # and to the left of the line in the right part of the plot, so it is not cut off.
+            last = max([n.index for n in report.nodes] + [1])
+            anchor = (1.05 if x > 0.6 * last else -0.05, 1.2 if y < top else -0.4)
+            text = pg.TextItem(f"first divergence: {fd.name}", color=COLORS["first"], anchor=anchor)
             text.setFont(QFont(text.textItem.font().family(), 9, QFont.Weight.Bold))
             plot.addItem(text)
             text.setPos(x, math.log10(y))
@@ -221,9 +230,9 @@ class RunPlots(pg.GraphicsLayoutWidget):
             if err is not None:
                 plot.addItem(pg.InfiniteLine(pos=err.index, angle=90, pen=pg.mkPen(COLORS["first"], width=2,
                                                                                   style=Qt.PenStyle.DotLine)))
-                t = pg.TextItem(f"error at {err.name}", color=COLORS["first"], anchor=(1.05, 0))
+                t = pg.TextItem(f"error at {err.name}", color=COLORS["first"], anchor=(1.05, 1.0))
                 plot.addItem(t)
-                t.setPos(err.index, math.log10(top))
+                t.setPos(err.index, math.log10(FLOOR) + 1)
         plot.addItem(self._selected_marker)
         plot.setYRange(math.log10(FLOOR) - 0.3, math.log10(top) + 0.3, padding=0)
         plot.setXRange(-1, max([n.index for n in report.nodes] + [1]) + 1, padding=0.02)
@@ -246,14 +255,20 @@ class RunPlots(pg.GraphicsLayoutWidget):
             plot.addItem(pg.PlotDataItem(edges, counts, stepMode="center", fillLevel=0,
                                          brush=pg.mkBrush(COLORS["bars"]), pen=pg.mkPen(COLORS["bars"].darker(130))))
             plot.getAxis("bottom").setTicks([_decade_ticks(lo, hi), []])
-        self._titles["hist"] = (f"Output absolute errors ({values.size} values, {exact} exact)",
-                                f"|error| of {values.size} values")
+        else:
+            plot.getAxis("bottom").setTicks(None)
+        if not report.samples and report.error is not None:
+            self._titles["hist"] = ("Output absolute errors (none: the edited graph failed)", "no outputs")
+        else:
+            self._titles["hist"] = (f"Output absolute errors ({values.size} values, {exact} exact)",
+                                    f"|error| of {values.size} values")
         self._apply_titles()
 
     def _draw_scatter(self, report: CompareReport, path: str | None) -> None:
         plot = self.scatter_plot
         if path is None or path not in report.samples:
-            self._titles["scatter"] = ("Original vs edited (no tensor output)", "Original vs edited")
+            why = "the edited graph failed" if report.error is not None else "no tensor output"
+            self._titles["scatter"] = (f"Original vs edited ({why})", "Original vs edited")
             self._apply_titles()
             return
         a, b = report.samples[path]

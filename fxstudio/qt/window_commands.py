@@ -200,18 +200,17 @@ class WindowCommands:
 
     def focus_find(self) -> None:
         """Ctrl+F: the canvas's find bar (matches names, ops and targets as you type)."""
-        if self.canvas is not None and self.document is not None:
+        if self.document is not None:
             self.canvas.open_search()
 
     def find_next(self) -> None:
         """F3: the next match of the find bar."""
-        if self.canvas is not None and self.document is not None:
+        if self.document is not None:
             self.canvas.next_match()
 
     def fit(self) -> None:
         """F: fit the graph in the canvas."""
-        if self.canvas is not None:
-            self.canvas.fit()
+        self.canvas.fit()
 
     def about(self) -> None:
         """Help ▸ About."""

@@ -1,6 +1,8 @@
 """The classic walk-through edits on the bundled examples, made through the Document as the GUI does:
 the first divergent node is the edited one (or nothing diverges for an equivalent rewrite)."""
 
+import functools
+
 import pytest
 import torch
 
@@ -26,8 +28,14 @@ def run(doc, **kw):
     return compare_models(doc.loaded.module, doc.original, doc.module(), doc.loaded.example_inputs, **kw)
 
 
+@functools.lru_cache(maxsize=None)
+def loaded(name):
+    """Each example is loaded once per process: a Document copies the graph and never changes it."""
+    return load_model(example_path(name))
+
+
 def open_doc(name):
-    return Document(load_model(example_path(name)))
+    return Document(loaded(name))
 
 
 @pytest.mark.parametrize("example, edits, first", [

@@ -71,6 +71,8 @@ CASES = [
     ("sub_chain.py", {"op": "set_target", "match": "torch.sigmoid", "target": "torch.tanh"},
      ["No node calls 'torch.sigmoid'"]),
     ("sub_chain.py", {"op": "set_target", "node": "x", "target": "torch.tanh"}, ["placeholder node", "no target"]),
+    ("view_reshape.py", {"op": "set_arg", "node": "view", "key": 0, "value": "1"},
+     ["The object .view() is called on (args[0]) must be a node reference"]),
     ("view_reshape.py", {"op": "set_target", "node": "view", "target": "reshapen"},
      ["torch.Tensor has no method 'reshapen'"]),
     ("relu_add.py", {"op": "set_target", "node": "relu", "target": "relu_add.nothing"},

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import typing
 from pathlib import Path
 
 import pytest
@@ -390,3 +391,28 @@ def test_cancel_during_verification_stops_and_writes_nothing(tmp_path):
     assert [m for m, _ in steps][:4] == ["Generating code", "Running the graph in memory", "Writing files",
                                          "Verifying in a fresh Python process"]
     assert list(tmp_path.iterdir()) == []
+
+
+class MinMax(typing.NamedTuple):
+    low: torch.Tensor
+    high: torch.Tensor
+
+
+class ReturnsNamedTuple(torch.nn.Module):
+    def forward(self, x):
+        return MinMax(x.min(dim=0).values, x.max(dim=0).values * 2)
+
+
+def test_aten_graph_returning_a_namedtuple_builds_it_in_forward(tmp_path):
+    model, args = ReturnsNamedTuple(), (torch.randn(3, 4),)
+    gm = torch.export.export(model, args).module()
+    loaded = LoadedModel(path=None, kind="pt2", module=gm, graph_module=gm, example_inputs=args, tracer="export")
+    result = export_python(loaded, tmp_path / "minmax.py", verify=False)
+    text = result.py_path.read_text()
+    assert f"from {MinMax.__module__} import MinMax as" in text and "MinMax(getitem, mul)" in text
+    spec = importlib.util.spec_from_file_location("minmax_export", result.py_path)
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    got = exported.get_model()(*args)
+    assert type(got) is MinMax
+    torch.testing.assert_close(tuple(got), tuple(model(*args)), rtol=0, atol=0)

@@ -1,9 +1,12 @@
 """Every built-in example loads, traces and carries metadata with both tracers (except data_branch/fx)."""
 
+import json
+
 import pytest
 import torch
 
 from fxstudio.core.errors import TraceError
+from fxstudio.core.inspect_view import inspect_record
 from fxstudio.core.loading import load_model
 from fxstudio.resources import DEFAULT_EXAMPLE, EXAMPLES_DIR
 
@@ -32,6 +35,8 @@ def test_example_traces_and_matches_the_module(name, tracer):
     expected = loaded.module(*inputs)
     assert value.meta["fxs_shape"] == tuple(expected.shape)
     assert value.meta["fxs_dtype"] == str(expected.dtype).removeprefix("torch.")
+    record = json.loads(json.dumps(inspect_record(loaded)))  # the `inspect --json` document
+    assert record["lint"]["ok"] and len(record["nodes"]) == len(gm.graph.nodes)
     for node in gm.graph.nodes:
         assert "fxs_module_path" in node.meta and "fxs_module_stack" in node.meta
         if node.op in ("call_function", "call_module") and not node.meta.get("fxs_hidden"):

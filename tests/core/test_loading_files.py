@@ -201,3 +201,15 @@ def test_same_named_siblings_in_two_model_folders_do_not_mix(tmp_path):
         loaded = load_model(tmp_path / folder / f"model_{folder}.py")
         results.setdefault(folder, []).append(float(loaded.graph_module(torch.zeros(1))))
     assert results == {"first": [1.0, 1.0], "second": [2.0]}
+
+
+def test_pt2_without_stored_inputs_uses_its_input_shapes_and_checks_given_ones(tmp_path):
+    ep = torch.export.export(torch.nn.Linear(3, 2), (torch.ones(4, 3),))
+    ep._example_inputs = None  # as in archives saved by programs that drop them
+    path = tmp_path / "bare.pt2"
+    torch.export.save(ep, path)
+    loaded = load_model(path)
+    assert [tuple(t.shape) for t in loaded.example_inputs] == [(4, 3)]
+    assert "random values of the program's input shapes" in loaded.notes[-1]
+    with pytest.raises(LoadError, match="input 1 was exported with shape 4×3; --input-shape 5,3 does not fit"):
+        load_model(path, input_shapes=[(5, 3)])

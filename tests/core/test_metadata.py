@@ -30,6 +30,9 @@ def test_normalized_arguments_fill_defaults_and_pick_overloads():
     assert args["start_dim"] == 1 and args["end_dim"] == -1
     args, note = normalized_arguments(node(cnn, "add"))
     assert args is None and "positional-only" in note
+    view = load_model(EXAMPLES_DIR / "view_reshape.py")
+    args, note = normalized_arguments(node(view, "view"))
+    assert args == {"input": node(view, "x"), "size": [-1, 1]} and "list parameter" in note
     exported = load_model(EXAMPLES_DIR / "clamp.py", tracer="export")
     args, _ = normalized_arguments(node(exported, "clamp"))
     assert (args["min"], args["max"]) == (-5.0, 5.0)

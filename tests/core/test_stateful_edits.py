@@ -170,6 +170,7 @@ class EditMachine(RuleBasedStateMachine):
     def graph_is_consistent(self):
         doc = self.doc
         doc.edited.graph.lint()
+        compile(self.src(), "<edited>", "exec")  # the code a recompile would run is valid Python
         nodes = list(doc.edited.graph.nodes)
         ids = [doc.id_of(n) for n in nodes]
         assert len(set(ids)) == len(ids) and all(doc.node(i) is n for i, n in zip(ids, nodes))

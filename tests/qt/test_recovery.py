@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from window_support import LOAD_TIMEOUT_MS, isolated, make_window, user_copy  # noqa: F401
 
 from fxstudio.core import journal
+from fxstudio.qt.launch import start_window
 from fxstudio.qt.recovery import offer_recovery
 
 EDITS = [
@@ -59,27 +60,34 @@ def _crash_after_edits(tmp_path, model):
     return path
 
 
-def test_killed_process_edits_are_recovered(qtbot, make_window, tmp_path):
+def test_killed_process_edits_are_recovered(qtbot, isolated, tmp_path):
     model = user_copy(tmp_path, "add_mul.py")
     path = _crash_after_edits(tmp_path, model)
     [entry] = journal.find_journals()
     assert entry.abandoned and entry.script["edits"] == EDITS
     assert entry.labels and len(entry.labels) == 2
 
-    win = make_window()
+    # Start the window again the way `fxstudio MODEL` does; the offer appears and we click Recover.
     seen: list[str] = []
     _click_when_shown("Recover", seen)
-    assert offer_recovery(win, str(model))
-    qtbot.waitUntil(lambda: win.document is not None, timeout=LOAD_TIMEOUT_MS)
-    doc = win.document
-    assert seen and "add_mul.py" in seen[0] and "2 unsaved edits" in seen[0]
-    assert doc.edit_script()["edits"] == EDITS and doc.dirty and doc.history_index == 2
-    assert "mul = add * 10" in doc.module().code
-    assert win.windowTitle().startswith("add_mul.py") and "*" in win.windowTitle()
-    # Recovered work is still unsaved: the journal now belongs to this live process.
-    again = journal.read_journal(path)
-    assert again.pid == os.getpid() and not again.abandoned
-    assert journal.find_journals() == []
+    win = start_window(str(model), {})
+    try:
+        qtbot.waitUntil(lambda: win.document is not None, timeout=LOAD_TIMEOUT_MS)
+        doc = win.document
+        assert seen and "add_mul.py" in seen[0] and "2 unsaved edits" in seen[0]
+        assert doc.edit_script()["edits"] == EDITS and doc.dirty and doc.history_index == 2
+        code = doc.module().code
+        assert "mul = add * 10" in code and "add = x + 7" in code
+        assert win.windowTitle().startswith("add_mul.py") and "*" in win.windowTitle()
+        # Recovered work is still unsaved: its journal now belongs to this live process.
+        again = journal.read_journal(path)
+        assert again.pid == os.getpid() and again.edit_count == 2 and not again.abandoned
+        assert journal.find_journals() == []
+    finally:
+        if win.document is not None:
+            win.document.mark_saved()
+        win.close()
+        win.deleteLater()
 
 
 def test_discarded_recovery_deletes_the_journal(qtbot, make_window, tmp_path):

@@ -115,3 +115,19 @@ def test_an_input_inside_a_list_is_rewired_keeping_the_list(qtbot, tmp_path):
     assert refusals == []
     assert doc.edit_script()["edits"] == [{"op": "set_arg", "node": "cat", "key": 0, "value": "[%tanh, %sigmoid]"}]
     assert "torch.cat([tanh, sigmoid], 1)" in doc.module().code
+
+
+def test_dragging_to_the_border_scrolls_and_escape_cancels(qtbot):
+    canvas, doc, _, refusals = open_canvas(qtbot)
+    focus(canvas, "layer1_0_bn1", zoom=1.0)
+    vp = canvas.viewport()
+    start = canvas.viewport_pos_of("layer1_0_conv2", "port:0")
+    QTest.mousePress(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, start)
+    before = canvas.mapToScene(QPoint(0, 0))
+    for _ in range(4):
+        QTest.mouseMove(vp, QPoint(start.x(), 3))   # at the top border: the view scrolls up
+    assert canvas.mapToScene(QPoint(0, 0)).y() < before.y() - 40
+    QTest.keyClick(canvas, Qt.Key.Key_Escape)
+    QTest.mouseRelease(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(start.x(), 3))
+    assert doc.edit_script()["edits"] == [] and refusals == []
+    assert all(c.drag_state == "" for c in canvas.canvas_scene.cards.values())

@@ -1,5 +1,7 @@
 """The run pane driven as a user does: edit, Run, read the tables, click a plotted node, cancel."""
 
+import functools
+
 import pytest
 import torch
 from PySide6.QtCore import QPoint, Qt
@@ -32,8 +34,14 @@ def pane(qtbot):
     return widget
 
 
+@functools.lru_cache(maxsize=None)
+def loaded(name):
+    """Each example is loaded once per process: a Document copies the graph and never changes it."""
+    return load_model(example_path(name))
+
+
 def open_doc(name, *edits):
-    doc = Document(load_model(example_path(name)))
+    doc = Document(loaded(name))
     for edit in edits:
         doc.apply_edit(edit)
     return doc
@@ -92,6 +100,12 @@ def test_clicking_a_plotted_node_selects_it(qtbot, pane):
     pane.selection.set([add_id])
     assert list(pane.plots._selected_marker.getData()[0]) == [pane.plots._xy_by_id[add_id][0]]
     assert pane.nodes_table.selectedItems()[1].text() == "add"
+    # Clicking a row of the Nodes table selects its node too.
+    mul_row = next(r for r in range(pane.nodes_table.rowCount()) if cell(pane.nodes_table, r, 1) == "mul")
+    rect = pane.nodes_table.visualItemRect(pane.nodes_table.item(mul_row, 1))
+    with qtbot.waitSignal(pane.node_activated) as blocker:
+        qtbot.mouseClick(pane.nodes_table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert blocker.args == [doc.id_of(doc.find("mul"))] and pane.selection.current() == blocker.args[0]
 
 
 def test_shape_breaking_edit_shows_the_node_that_raised(qtbot, pane):

@@ -185,6 +185,7 @@ class Transaction:
         self.done: list[Primitive] = []
         self.changes = Changes()
         self._namespace = state.snapshot_namespace()
+        self._next_id = state.next_id
 
     def do(self, primitive: Primitive) -> None:
         """Apply ``primitive`` now and remember it."""
@@ -198,3 +199,4 @@ class Transaction:
             primitive.revert(self.state, scratch)
         self.done.clear()
         self.state.restore_namespace(self._namespace)
+        self.state.next_id = self._next_id  # a checked or refused edit uses up no ids

@@ -97,6 +97,8 @@ def check_call(op: str, target: Any, args: tuple, kwargs: dict, gm: torch.nn.Mod
         return None if len(args) == 1 and not kwargs else "The output node takes exactly one argument (the returned value)."
     if op == "placeholder":
         return None if len(args) <= 1 and not kwargs else "An input node takes at most one argument (its default)."
+    if op == "call_method" and (not args or not isinstance(args[0], torch.fx.Node)):
+        return f"The object .{target}() is called on (args[0]) must be a node reference such as %x."
     sigs = signatures(op, target, gm)
     if not sigs:
         return None

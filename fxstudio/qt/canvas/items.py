@@ -167,7 +167,8 @@ class NodeCard(QGraphicsItem):
         return best
 
     # -- painting -----------------------------------------------------------------------------
-    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        """Paint the item (Qt override); cheap at low zoom."""
         r = self._rect
         head = st.op_color(self.info.op)
         lod = _lod(painter)
@@ -285,7 +286,8 @@ class EdgeItem(QGraphicsItem):
         """The route plus the arrow head and shape label."""
         return self._bounds
 
-    def shape(self) -> QPainterPath:  # noqa: D102 (Qt override): a thin band around the route
+    def shape(self) -> QPainterPath:
+        """A thin band around the route, for hit tests (Qt override)."""
         stroker = QPainterPathStroker()
         stroker.setWidth(8.0)
         return stroker.createStroke(self._rounded())
@@ -313,7 +315,8 @@ class EdgeItem(QGraphicsItem):
             self._label_text = _static(self.label, "small")
             self._label_pos = _label_anchor(poly) + QPointF(5, -_metrics("small").height() / 2)
 
-    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        """Paint the item (Qt override); cheap at low zoom."""
         lod = _lod(painter)
         if lod < st.LOD_PLAIN:
             painter.setPen(st.pen(st.EDGE_COLOR, 0.0, True))
@@ -395,7 +398,8 @@ class GroupFrame(QGraphicsItem):
         """Scene rectangle of the collapse toggle (top-left corner)."""
         return QRectF(self.scenePos() + QPointF(5, 3), self.scenePos() + QPointF(5 + st.TOGGLE, 3 + st.TOGGLE))
 
-    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        """Paint the item (Qt override); cheap at low zoom."""
         lod = _lod(painter)
         fill = st.frame_fill(self.group.depth)
         if lod < st.LOD_PLAIN:
@@ -440,7 +444,8 @@ class GroupCard(QGraphicsItem):
         """Scene rectangle of the expand toggle."""
         return QRectF(self.scenePos() + QPointF(5, 4), self.scenePos() + QPointF(5 + st.TOGGLE, 4 + st.TOGGLE))
 
-    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        """Paint the item (Qt override); cheap at low zoom."""
         r = self._rect
         lod = _lod(painter)
         if lod < st.LOD_PLAIN:
@@ -456,17 +461,20 @@ class GroupCard(QGraphicsItem):
         _paint_toggle(painter, QRectF(5, 4, st.TOGGLE, st.TOGGLE), expanded=False)
         painter.setPen(st.pen(st.TEXT_DARK))
         painter.setFont(st.font("title"))
-        fm = QFontMetricsF(st.font("title"))
+        fm = _metrics("title")
+        # The label is "path · Class": the path is the title, the class goes with the count.
+        path, _, cls = self.group.label.partition(" · ")
         painter.drawText(QRectF(st.TOGGLE + 10, 2, r.width() - st.TOGGLE - 14, st.HEADER_H),
                          Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                         fm.elidedText(self.group.label, Qt.TextElideMode.ElideRight, r.width() - st.TOGGLE - 16))
+                         fm.elidedText(path, Qt.TextElideMode.ElideRight, r.width() - st.TOGGLE - 16))
         if lod < st.LOD_LABELS:
             return
         painter.setPen(st.pen(st.TEXT_MUTED))
         painter.setFont(st.font("body"))
+        detail = f"{cls} · {self.group.members} nodes" if cls else f"{self.group.members} nodes"
         painter.drawText(QRectF(8, st.HEADER_H, r.width() - 16, r.height() - st.HEADER_H),
                          Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
-                         f"{self.group.members} nodes (collapsed)")
+                         _metrics("body").elidedText(detail, Qt.TextElideMode.ElideRight, r.width() - 16))
 
 
 def _paint_toggle(painter: QPainter, r: QRectF, expanded: bool) -> None:

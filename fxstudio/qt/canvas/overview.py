@@ -74,7 +74,8 @@ class OverviewItem(QGraphicsItem):
         """The whole layout."""
         return self._bounds
 
-    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        """Paint the item (Qt override); cheap at low zoom."""
         self._prepare()
         # Drawn directly: replaying a QPicture of the same calls is ~30x slower.
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)

@@ -162,7 +162,8 @@ class RubberBand(QGraphicsItem):
         """The rectangle spanned by anchor and cursor."""
         return QRectF(self.anchor, self.cursor).normalized().adjusted(-6, -6, 6, 6)
 
-    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: D102 (Qt override)
+    def paint(self, painter: QPainter, option, widget=None) -> None:
+        """Paint the item (Qt override); cheap at low zoom."""
         colour = {"legal": st.LEGAL_SOURCE, "cycle": st.CYCLE}.get(self.state, st.EDGE_COLOR)
         p = QPen(st.pen(colour, 2.0))
         p.setStyle(Qt.PenStyle.DashLine)

@@ -12,6 +12,7 @@ import re
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
+from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.items import CardInfo
 
 
@@ -106,3 +107,89 @@ class SearchBar(QFrame):
             event.accept()   # the field already went to the next match; do not pass it to the canvas
         else:
             super().keyPressEvent(event)
+
+
+class CanvasSearch:
+    """Search on the canvas (mixed into ``GraphCanvas``): highlight matches, cycle through them.
+
+    Expects ``canvas_scene``, ``search_bar``, ``selection``, ``flush()`` and ``centerOn()`` on
+    the class it is mixed into, and ``_matches``, ``_match_index``, ``_pattern`` set up by it."""
+
+    def search(self, pattern: str) -> int:
+        """Highlight the cards matching ``pattern`` (regex over name, op, target); go to the first.
+        Returns the number of matches."""
+        self.flush()
+        self._pattern = pattern
+        if self.search_bar.edit.text() != pattern:   # called from code: show it in the find bar
+            self.search_bar.edit.blockSignals(True)
+            self.search_bar.edit.setText(pattern)
+            self.search_bar.edit.blockSignals(False)
+        self._rematch()
+        if self._matches:
+            self._match_index = -1
+            self.next_match()
+        return len(self._matches)
+
+    def _rematch(self) -> None:
+        cards = self.canvas_scene.cards
+        for name in self._matches:
+            if name in cards:
+                cards[name].match = 0
+                cards[name].update()
+        self._matches = matching([c.info for c in cards.values()], self._pattern)
+        self._match_index = min(self._match_index, len(self._matches) - 1)
+        for name in self._matches:
+            cards[name].match = 1
+            cards[name].update()
+        self.search_bar.show_count(self._match_index + 1, len(self._matches))
+        self._update_highlights()
+
+    def _update_highlights(self) -> None:
+        """Tell the overview which nodes to mark: matches, the current match, the selection."""
+        marks = dict.fromkeys(self._matches, st.MATCH)
+        cur = self.current_match()
+        if cur is not None:
+            marks[cur] = st.CURRENT_MATCH
+        for nid in self.selection.ids():
+            card = self.canvas_scene.by_id.get(nid)
+            if card is not None:
+                marks[card.info.name] = st.SELECTED
+        self.canvas_scene.overview.highlights = marks
+        self.canvas_scene.overview.update()
+
+    def matches(self) -> list[str]:
+        """Names of the cards matching the current search, in graph order."""
+        return list(self._matches)
+
+    def current_match(self) -> str | None:
+        """The match the view is on, or None."""
+        return self._matches[self._match_index] if 0 <= self._match_index < len(self._matches) else None
+
+    def next_match(self, step: int = 1) -> str | None:
+        """Go to (centre on and select) the next match; wraps around. Returns its name."""
+        if not self._matches:
+            return None
+        cards = self.canvas_scene.cards
+        old = self.current_match()
+        if old is not None:
+            cards[old].match = 1
+            cards[old].update()
+        self._match_index = (self._match_index + step) % len(self._matches)
+        name = self._matches[self._match_index]
+        card = cards[name]
+        card.match = 2
+        card.update()
+        self.centerOn(card.sceneBoundingRect().center())
+        self.selection.set([card.info.node_id])
+        self.search_bar.show_count(self._match_index + 1, len(self._matches))
+        self._update_highlights()
+        return name
+
+    def previous_match(self) -> str | None:
+        """Go to the previous match."""
+        return self.next_match(-1)
+
+    def open_search(self) -> None:
+        """Show the find bar (Ctrl+F)."""
+        self._place_overlays()
+        self.search_bar.open_bar()

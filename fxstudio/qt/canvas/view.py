@@ -20,14 +20,15 @@ from fxstudio.qt.canvas.items import GroupCard
 from fxstudio.qt.canvas.minimap import Minimap
 from fxstudio.qt.canvas.rewire import RewireDrag
 from fxstudio.qt.canvas.scene import CanvasScene
-from fxstudio.qt.canvas.search import SearchBar, matching
+from fxstudio.qt.canvas.search import CanvasSearch, SearchBar
 from fxstudio.qt.selection import SelectionModel
 
 MIN_SCALE, MAX_SCALE = 0.003, 4.0
 ZOOM_STEP = 1.25
+READABLE_ZOOM = 0.8   # opening zoom for graphs too tall to read when fitted
 
 
-class GraphCanvas(QGraphicsView):
+class GraphCanvas(CanvasSearch, QGraphicsView):
     """The canvas of one document's edited graph, following ``selection`` and the document's events."""
 
     edit_refused = Signal(str)
@@ -92,7 +93,19 @@ class GraphCanvas(QGraphicsView):
             return
         self._unsubscribe = doc.subscribe(self._on_event)
         self._relayout(previous=None)
+        self.show_start()
+
+    def show_start(self) -> None:
+        """The opening view: the whole graph if it is readable that way, else its top at a
+        readable zoom (as Netron opens), with the minimap for the rest; F fits all."""
         self.fit()
+        layout = self.canvas_scene.layout
+        if layout is None or not layout.nodes or self.zoom() >= st.LOD_LABELS:
+            return
+        self.zoom_by(READABLE_ZOOM / self.zoom())
+        top = min(layout.nodes.values(), key=lambda b: (b.y, b.x))
+        vp = self.viewport().rect()
+        self.centerOn(QPointF(top.x + top.w / 2, top.y - 40 + vp.height() / 2 / self.zoom()))
 
     def _relayout(self, previous, refresh: set[str] | None = None) -> None:
         from fxstudio.core.layout import compute_layout
@@ -252,7 +265,10 @@ class GraphCanvas(QGraphicsView):
             self.collapsed.discard(path)
         else:
             self.collapsed = {p for p in self.collapsed if not p.startswith(path + ".")} | {path}
-        self._relayout(previous=self.canvas_scene.layout)
+        # A fresh layout (not ``previous=``): folding changes the shape of the whole column, and
+        # pinning the old positions leaves zig-zag edges through the gap. The user's place is
+        # kept by the anchor below instead.
+        self._relayout(previous=None)
         after = self._group_corner(path)
         if anchor is not None and after is not None:
             centre = QPointF(self.viewport().rect().center())
@@ -261,86 +277,6 @@ class GraphCanvas(QGraphicsView):
     def _group_corner(self, path: str) -> QPointF | None:
         g = self.canvas_scene.layout.groups.get(path) if self.canvas_scene.layout else None
         return QPointF(g.x, g.y) if g is not None else None
-
-    # -- search -------------------------------------------------------------------------------
-    def search(self, pattern: str) -> int:
-        """Highlight the cards matching ``pattern`` (regex over name, op, target); go to the first.
-        Returns the number of matches."""
-        self.flush()
-        self._pattern = pattern
-        if self.search_bar.edit.text() != pattern:   # called from code: show it in the find bar
-            self.search_bar.edit.blockSignals(True)
-            self.search_bar.edit.setText(pattern)
-            self.search_bar.edit.blockSignals(False)
-        self._rematch()
-        if self._matches:
-            self._match_index = -1
-            self.next_match()
-        return len(self._matches)
-
-    def _rematch(self) -> None:
-        cards = self.canvas_scene.cards
-        for name in self._matches:
-            if name in cards:
-                cards[name].match = 0
-                cards[name].update()
-        self._matches = matching([c.info for c in cards.values()], self._pattern)
-        self._match_index = min(self._match_index, len(self._matches) - 1)
-        for name in self._matches:
-            cards[name].match = 1
-            cards[name].update()
-        self.search_bar.show_count(self._match_index + 1, len(self._matches))
-        self._update_highlights()
-
-    def _update_highlights(self) -> None:
-        """Tell the overview which nodes to mark: matches, the current match, the selection."""
-        marks = dict.fromkeys(self._matches, st.MATCH)
-        cur = self.current_match()
-        if cur is not None:
-            marks[cur] = st.CURRENT_MATCH
-        for nid in self.selection.ids():
-            card = self.canvas_scene.by_id.get(nid)
-            if card is not None:
-                marks[card.info.name] = st.SELECTED
-        self.canvas_scene.overview.highlights = marks
-        self.canvas_scene.overview.update()
-
-    def matches(self) -> list[str]:
-        """Names of the cards matching the current search, in graph order."""
-        return list(self._matches)
-
-    def current_match(self) -> str | None:
-        """The match the view is on, or None."""
-        return self._matches[self._match_index] if 0 <= self._match_index < len(self._matches) else None
-
-    def next_match(self, step: int = 1) -> str | None:
-        """Go to (centre on and select) the next match; wraps around. Returns its name."""
-        if not self._matches:
-            return None
-        cards = self.canvas_scene.cards
-        old = self.current_match()
-        if old is not None:
-            cards[old].match = 1
-            cards[old].update()
-        self._match_index = (self._match_index + step) % len(self._matches)
-        name = self._matches[self._match_index]
-        card = cards[name]
-        card.match = 2
-        card.update()
-        self.centerOn(card.sceneBoundingRect().center())
-        self.selection.set([card.info.node_id])
-        self.search_bar.show_count(self._match_index + 1, len(self._matches))
-        self._update_highlights()
-        return name
-
-    def previous_match(self) -> str | None:
-        """Go to the previous match."""
-        return self.next_match(-1)
-
-    def open_search(self) -> None:
-        """Show the find bar (Ctrl+F)."""
-        self._place_overlays()
-        self.search_bar.open_bar()
 
     # -- selection ----------------------------------------------------------------------------
     def _selection_changed(self, ids: list) -> None:
@@ -401,6 +337,7 @@ class GraphCanvas(QGraphicsView):
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Drive the rewire feedback or pan the view."""
         if self._drag is not None:
+            self._edge_scroll(event.position().toPoint())
             self._drag.move(self.mapToScene(event.position().toPoint()))
             hover = self._drag.hover
             if hover is not None and hover.drag_state == "cycle":   # say why at once, not after a rest
@@ -418,6 +355,16 @@ class GraphCanvas(QGraphicsView):
                 self.verticalScrollBar().setValue(self.verticalScrollBar().value() - d.y())
             return event.accept()
         super().mouseMoveEvent(event)
+
+    def _edge_scroll(self, p: QPoint, margin: int = 24) -> None:
+        """While rewiring, moving near the border scrolls the view toward a source off screen."""
+        vp = self.viewport().rect()
+        dx = min(p.x() - margin, 0) + max(p.x() - (vp.width() - margin), 0)
+        dy = min(p.y() - margin, 0) + max(p.y() - (vp.height() - margin), 0)
+        if dx:
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() + dx)
+        if dy:
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() + dy)
 
     def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Finish a rewire (one ``set_arg``, or a refusal, or a cancel) or a pan."""
