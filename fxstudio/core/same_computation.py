@@ -45,8 +45,13 @@ def _signature(node: torch.fx.Node, key: Callable[[torch.fx.Node], Hashable | No
     return (node.op, target, repr(map_aggregate(node.args, leaf)), repr(map_aggregate(node.kwargs, leaf)))
 
 
+_MODULE_INTERNALS = frozenset(vars(torch.nn.Module())) | {"_is_full_backward_hook"}
+
+
 def _public_config(module: torch.nn.Module) -> dict[str, Any]:
-    return {k: v for k, v in vars(module).items() if not k.startswith("_") and k != "training"}
+    """A module's own attributes (``negative_slope``, ``padding``, a user's ``_scale``), without the
+    bookkeeping every ``nn.Module`` has (parameters, buffers and submodules are compared apart)."""
+    return {k: v for k, v in vars(module).items() if k not in _MODULE_INTERNALS}
 
 
 def same_module(a: torch.nn.Module | None, b: torch.nn.Module | None) -> bool:

@@ -337,3 +337,24 @@ def test_graphs_without_stable_ids_are_matched_by_name(net):
     report = compare_models(model, gm, ed, inputs, repeats=1)
     assert report.first_divergence.name == "mul" and "matched by name" in report.notes[-1]
     assert "nodes diverge beyond tolerance" in report.format_text()
+
+
+def test_same_module_compares_type_configuration_mode_and_weights():
+    from fxstudio.core.same_computation import same_module
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self._scale = 2.0
+            self.lin = nn.Linear(2, 2)
+
+    a = Scaled()
+    assert same_module(a, copy.deepcopy(a))
+    b = copy.deepcopy(a)
+    b._scale = 3.0
+    c = copy.deepcopy(a)
+    with torch.no_grad():
+        c.lin.weight[0, 0] += 1
+    d = copy.deepcopy(a).eval()
+    assert not any(same_module(a, other) for other in (b, c, d))
+    assert not same_module(nn.LeakyReLU(0.1), nn.LeakyReLU(0.2))

@@ -124,3 +124,22 @@ def test_out_of_memory_in_an_inserted_node_is_reported_not_raised():
     report = run(doc)
     assert report.error.out_of_memory and report.error.node_name == "huge"
     assert "ran out of memory at node huge" in report.error.describe()
+
+
+def test_graph_diff_names_added_removed_changed_and_renamed_nodes():
+    doc = open_doc("sub_chain.py")
+    ids = {n.name: doc.id_of(n) for n in doc.original.graph.nodes}
+    assert graph_diff(doc.original, doc.edited).empty
+    doc.apply_edit({"op": "rename", "node": "add", "name": "residual"})
+    diff = graph_diff(doc.original, doc.edited)
+    assert diff.empty and diff.renamed == {ids["add"]}
+    doc.apply_edit({"op": "erase", "node": "sub", "replace_uses_with": "residual"})
+    doc.apply_edit({"op": "insert", "after": "mul", "kind": "call_function", "target": "torch.neg",
+                    "args": "(%mul,)", "name": "neg"})
+    diff = graph_diff(doc.original, doc.edited)
+    assert diff.removed == {ids["sub"]} and diff.changed == {ids["mul"]}
+    assert diff.added == {doc.id_of(doc.find("neg"))}
+    assert diff.to_json()["removed"] == [ids["sub"]]
+    doc.undo()
+    doc.undo()
+    assert graph_diff(doc.original, doc.edited).changed == frozenset()

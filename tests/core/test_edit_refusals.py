@@ -23,6 +23,8 @@ CASES = [
     ("clamp.py", {"op": "set_arg", "node": "clamp", "key": 1, "value": "0.0"},
      ["Wrong arguments for torch.clamp", "multiple values for argument 'min'"]),
     ("add_mul.py", {"op": "set_arg", "node": "mul", "key": 1, "value": "10 +"}, ["Cannot parse '10 +'"]),
+    ("add_mul.py", {"op": "set_arg", "node": "mul", "key": 1, "value": "torch.tensor([1.0, 2.0, 3.0])"},
+     ["A tensor constant cannot be written into the graph's code"]),
     ("add_mul.py", {"op": "set_arg", "node": "mul", "key": 1, "value": "__import__('os')"},
      ["calling __import__() is not allowed"]),
     ("add_mul.py", {"op": "set_arg", "node": "mul", "key": 0, "value": "%ghost"},

@@ -84,6 +84,13 @@ def test_open_edit_undo_redo_history_code_table(qtbot, make_window, tmp_path):
     rect = table.table.visualRect(table.proxy.index(row, 2))
     QTest.mouseClick(table.table.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, rect.center())
     assert win.selection.current() == doc.id_of(doc.find("add"))
+    # Clicking the "name" header sorts by name (rows start in graph order).
+    table.filter.clear()
+    header = table.table.horizontalHeader()
+    QTest.mouseClick(header.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     QPoint(header.sectionViewportPosition(2) + 10, header.height() // 2))
+    names = [table.proxy.data(table.proxy.index(r, 2)) for r in range(table.proxy.rowCount())]
+    assert names == sorted(names) and len(names) == len(doc.edited.graph.nodes)
     # The source tab shows the model file at the node's source line.
     src = doc.find("add").meta.get("fxs_source")
     if src:

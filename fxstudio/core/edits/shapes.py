@@ -7,7 +7,9 @@ in ``node.meta["fxs_shape_error"]``.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
+import logging
 import warnings
 from typing import Any
 
@@ -61,7 +63,7 @@ class ShapeRefresher:
         queued = set(heap)
         values: dict[torch.fx.Node, Any] = {}
         changed: set[torch.fx.Node] = set()
-        with warnings.catch_warnings(), torch.no_grad(), self.mode:
+        with warnings.catch_warnings(), torch.no_grad(), _fake_tensor_logs_off(), self.mode:
             warnings.simplefilter("ignore")
             while heap:
                 node = heapq.heappop(heap)
@@ -161,6 +163,19 @@ class ShapeRefresher:
         after = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
         # non-tensor results (sizes, tuples of ints) are not recorded: always let users recompute
         return before != after or (meta is None and value is not _UNKNOWN)
+
+
+@contextlib.contextmanager
+def _fake_tensor_logs_off():
+    """FakeTensorMode logs a traceback for an op that fails on its inputs; here that is an
+    expected outcome (kept in ``fxs_shape_error``), not something to print."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    before = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = before
 
 
 def _clear_downstream(nodes: list[torch.fx.Node]) -> set[torch.fx.Node]:

@@ -89,8 +89,13 @@ def target_label(op: str, target: Any) -> str:
 
 
 def check_call(op: str, target: Any, args: tuple, kwargs: dict, gm: torch.nn.Module | None = None) -> str | None:
-    """Why ``target(*args, **kwargs)`` cannot be called (keyword, arity), or None when it can or
-    the signature is unknown."""
+    """Why ``target(*args, **kwargs)`` cannot be called (keyword, arity, a tensor constant that fx
+    cannot write into code), or None when it can or the signature is unknown."""
+    tensors: list = []
+    torch.fx.node.map_aggregate((args, kwargs), lambda v: tensors.append(v) if isinstance(v, torch.Tensor) else v)
+    if tensors:
+        return ("A tensor constant cannot be written into the graph's code; insert a get_attr node for a "
+                "parameter or buffer and reference it instead.")
     if op == "get_attr":
         return None if not args and not kwargs else "A get_attr node takes no arguments."
     if op == "output":
