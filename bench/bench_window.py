@@ -11,7 +11,7 @@ History and Run docks, autosave journal on.
 * window chrome: what the window itself does per event (title, actions, status bar, journal);
 * journal: the autosave write alone (atomic, fsync'd);
 * table / history: a full rebuild of those docks (done only while they are on screen, debounced);
-* code dock refresh: regenerating and highlighting the edited module's code (recompile included).
+* code dock refresh: regenerating the edited code (torch codegen, no compile) and colouring the visible lines.
 
 Each figure is also a ratio to ``graph.lint()`` on the same graph, measured in the same run.
 """
@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
         ("autosave journal write alone", _ms(writes), None),
         ("table dock refresh (when shown)", _ms(table), None),
         ("history dock refresh", _ms(history), None),
-        ("code dock refresh (recompile + highlight)", _ms(code), None),
+        ("code dock refresh (codegen + visible-line highlight)", _ms(code), None),
     ]
     print(f"\n{len(nodes):,}-node skip_chain graph, full window 1600×1000 offscreen; "
           f"reference graph.lint() = {lint_ms:.1f} ms\n")

@@ -170,15 +170,18 @@ class Document:
             try:
                 op = check_fields(edit)
                 label, record = _OPS[op](tx, edit)
-            except EditRefused as exc:
+            except Exception as exc:  # noqa: BLE001 - refused, or a bug: either way nothing may change
                 tx.rollback()
+                err = exc if isinstance(exc, EditRefused) else EditRefused(
+                    f"The edit could not be applied ({type(exc).__name__}: {exc}); nothing was changed.")
+                err.internal = not isinstance(exc, EditRefused)  # a bug of the engine, not a refusal
                 if len(edits) > 1:
-                    raise EditRefused(f"Edit {i + 1} of {len(edits)}: {exc.message}", hint=exc.hint) from None
-                raise
-            except Exception as exc:  # a bug in an op must not leave a half-edited graph behind
-                tx.rollback()
-                raise EditRefused(f"The edit could not be applied ({type(exc).__name__}: {exc}); "
-                                  "nothing was changed.") from exc
+                    wrapped = EditRefused(f"Edit {i + 1} of {len(edits)}: {err.message}", hint=err.hint)
+                    wrapped.internal = err.internal
+                    raise wrapped from (exc if err.internal else None)
+                if err is exc:
+                    raise
+                raise err from exc
             labels.append(label)
             records.append(record)
         return tx, labels, records

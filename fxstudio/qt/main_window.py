@@ -263,9 +263,9 @@ class MainWindow(WindowCommands, QMainWindow):
         self.docks["code"].raise_()
         self.code.show_source(file, line)
 
-    def report_refusal(self, message: str) -> None:
-        """A refused edit from any view: Problems dock and status bar."""
-        self.problems.add_refusal(message)
+    def report_refusal(self, message: str, node: str | None = None) -> None:
+        """A refused edit from any view: Problems dock (naming the node when known) and status bar."""
+        self.problems.add_refusal(message, node if isinstance(node, str) else None)
         self.statusBar().showMessage(f"Refused: {message.splitlines()[0] if message else ''}", 8000)
 
     # ------------------------------------------------------------------ window events

@@ -81,6 +81,7 @@ class OpenFlow(QObject):
         self.window = window
         self.task: BackgroundTask | None = None
         self.progress: QProgressDialog | None = None
+        self._detached: list[BackgroundTask] = []  # cancelled loads whose threads may still run
 
     @property
     def busy(self) -> bool:
@@ -126,7 +127,18 @@ class OpenFlow(QObject):
         return True
 
     def _start(self, spec: str, path: Path, options: dict, edits, origin: str) -> None:
-        task = BackgroundTask(lambda ctx: load_document(spec, options, edits, ctx), name="open", parent=self)
+        detached = [t for t in self._detached if not t.wait(0)]  # still running
+        self._detached = detached
+
+        def work(ctx):
+            # A cancelled load may still be importing user code; loads share sys.path and
+            # sys.modules, so the next one starts only when that one has stopped.
+            for previous in detached:
+                ctx.progress("Waiting for the cancelled load to stop…")
+                previous.wait()
+            return load_document(spec, options, edits, ctx)
+
+        task = BackgroundTask(work, name="open", parent=self)
         self.task = task
         progress = QProgressDialog(f"Opening {path.name}…", "Cancel", 0, 0, self.window)
         progress.setObjectName("openProgress")
@@ -159,6 +171,8 @@ class OpenFlow(QObject):
         self.task = None
 
     def _cancelled(self, path: Path) -> None:
+        if self.task is not None:
+            self._detached.append(self.task)
         self._end_task()
         self.window.statusBar().showMessage(f"Opening {path.name} cancelled.", 5000)
         self.failed.emit("cancelled")

@@ -12,21 +12,18 @@ from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QLineEdit, QHBoxLayout, QTableView, QVBoxLayout, QWidget
 
 from fxstudio.core.argsyntax import format_value
+from fxstudio.core.targets import format_target
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.selection import SelectionModel
 
 COLUMNS = ("#", "opcode", "name", "target", "args", "kwargs", "shape", "dtype")
 
 
-def target_label(node) -> str:
+def target_label(node, user_module=None) -> str:
     """The target as typed in target syntax: ``torch.relu``, ``operator.add``, ``reshape``, ``layer1.0``."""
-    if isinstance(node.target, str):
-        return node.target
     try:
-        from torch.fx.node import _get_qualified_name
-
-        return _get_qualified_name(node.target)
-    except Exception:  # exotic callables: fall back to their name
+        return format_target(node, user_module)
+    except Exception:  # an exotic callable the formatter does not know: show its name
         return getattr(node.target, "__name__", str(node.target))
 
 
@@ -42,11 +39,12 @@ def _shape_text(node) -> tuple[str, str]:
     return shape_text, dtype_text
 
 
-def node_row(index: int, node) -> tuple:
+def node_row(index: int, node, user_module=None) -> tuple:
     """One table row for ``node`` at topological position ``index``."""
     shape, dtype = _shape_text(node)
     args = format_value(tuple(node.args))
-    return (index, node.op, node.name, target_label(node), args, format_value(dict(node.kwargs)), shape, dtype)
+    return (index, node.op, node.name, target_label(node, user_module), args, format_value(dict(node.kwargs)),
+            shape, dtype)
 
 
 class GraphTableModel(QAbstractTableModel):
@@ -62,6 +60,7 @@ class GraphTableModel(QAbstractTableModel):
         self.nodes: list = []
         self.ids: list[int] = []
         self._rows: dict[int, tuple] = {}
+        self.user_module = None
         self.mono = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
 
     def set_nodes(self, nodes: list, ids: list[int]) -> None:
@@ -74,7 +73,7 @@ class GraphTableModel(QAbstractTableModel):
         """The formatted row ``i`` (cached until the next reset)."""
         row = self._rows.get(i)
         if row is None:
-            row = self._rows[i] = node_row(i, self.nodes[i])
+            row = self._rows[i] = node_row(i, self.nodes[i], self.user_module)
         return row
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt override)
@@ -179,6 +178,7 @@ class TableView(QWidget):
             self.model.set_nodes([], [])
         else:
             nodes = list(self.doc.edited.graph.nodes)
+            self.model.user_module = self.doc.loaded.user_module
             self.model.set_nodes(nodes, [self.doc.id_of(n) for n in nodes])
         self._update_count()
         self.follow_selection()

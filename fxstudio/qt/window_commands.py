@@ -112,7 +112,7 @@ class WindowCommands:
             try:
                 self.document.apply_edit(edit)
             except EditRefused as exc:
-                self.report_refusal(f"Edit {i + 1} of {source} was refused: {exc}")
+                self.report_refusal(f"Edit {i + 1} of {source} was refused: {exc}", node=edit.get("node"))
                 return False
         self.statusBar().showMessage(f"Applied {len(edits)} edits from {source}", 6000)
         return True

@@ -73,6 +73,8 @@ CASES = [
     ("sub_chain.py", {"op": "set_target", "match": "torch.sigmoid", "target": "torch.tanh"},
      ["No node calls 'torch.sigmoid'"]),
     ("sub_chain.py", {"op": "set_target", "node": "x", "target": "torch.tanh"}, ["placeholder node", "no target"]),
+    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "operator.getitem",
+                      "args": "(1, 0)"}, ["1[...] cannot be indexed"]),
     ("view_reshape.py", {"op": "set_arg", "node": "view", "key": 0, "value": "1"},
      ["The object .view() is called on (args[0]) must be a node reference"]),
     ("view_reshape.py", {"op": "set_target", "node": "view", "target": "reshapen"},

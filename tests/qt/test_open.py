@@ -110,9 +110,15 @@ def test_pickle_asks_for_trust_naming_the_file(qtbot, make_window, tmp_path, mon
         return QMessageBox.StandardButton.Yes
 
     monkeypatch.setattr(QMessageBox, "warning", trust)
-    win.open_path(path, origin="dialog", options={"input_shapes": [(2, 4)]})
+    # Trusted, the file still gives no example inputs: the inputs dialog asks for their shapes.
+    from PySide6.QtWidgets import QInputDialog
+    shapes_asked = []
+    monkeypatch.setattr(QInputDialog, "getText", lambda parent, title, label, *a: (shapes_asked.append(label), ("2,4", True))[1])
+    win.open_path(path, origin="dialog")
     qtbot.waitUntil(lambda: win.document is not None, timeout=LOAD_TIMEOUT_MS)
-    assert win.options.get("trust") is True
+    assert shapes_asked and "--input-shape" in shapes_asked[0]
+    assert win.options.get("trust") is True and win.options.get("input_shapes") == [(2, 4)]
+    assert tuple(win.document.loaded.example_inputs[0].shape) == (2, 4)
     assert any("full unpickle" in n for n in win.document.loaded.notes)
 
 
@@ -140,3 +146,25 @@ def test_export_python_through_the_save_dialog(qtbot, make_window, tmp_path, mon
                if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == module.__name__]
     assert len(classes) == 1
     assert classes[0]()(torch.ones(2, 3)).tolist() == [[60.0] * 3] * 2
+
+
+def test_examples_menu_and_cancelled_load(qtbot, make_window):
+    win = make_window()
+    # File ▸ Examples lists the built-in models; choosing one opens it without a question.
+    entries = {a.objectName(): a for a in win.menus["examples"].actions()}
+    assert {"example_add_mul", "example_residual_cnn"} <= set(entries)
+    entries["example_add_mul"].trigger()
+    # Cancel in the progress dialog detaches the load: nothing opens, the window stays usable.
+    from PySide6.QtWidgets import QPushButton
+    progress = win.open_flow.progress
+    assert progress is not None and win.open_flow.busy
+    progress.findChild(QPushButton).click()
+    assert not win.open_flow.busy
+    task_done = []
+    win.open_flow.opened.connect(task_done.append)
+    qtbot.wait(300)
+    assert win.document is None and not task_done
+    assert "cancelled" in win.statusBar().currentMessage()
+    entries["example_add_mul"].trigger()
+    qtbot.waitUntil(lambda: win.document is not None, timeout=LOAD_TIMEOUT_MS)
+    assert win.document.loaded.path.name == "add_mul.py"

@@ -181,6 +181,14 @@ def test_delete_key_erases_and_refusals_reach_problems(qtbot, make_window):
     errors = [m for m in win.problems.messages() if m[0] == "error"]
     assert errors and errors[0][1] == "edit" and "sub" in errors[0][2]
     assert "Refused" in win.statusBar().currentMessage()
+    # The refusal names its node: clicking the row selects it.
+    win.docks["problems"].raise_()
+    tree = win.problems.tree
+    row = next(tree.topLevelItem(i) for i in range(tree.topLevelItemCount()) if tree.topLevelItem(i).text(1) == "edit")
+    assert row.text(3) == "sub"
+    QTest.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
+                     tree.visualItemRect(row).center())
+    assert win.selection.current() == doc.id_of(doc.find("sub"))
     # Rewire mul to add: sub loses its users; Delete on the selected sub erases it, Ctrl+Z brings it back.
     doc.apply_edit({"op": "set_arg", "node": "mul", "key": 0, "value": "%add"})
     win.selection.set([doc.id_of(doc.find("sub"))])
@@ -191,3 +199,7 @@ def test_delete_key_erases_and_refusals_reach_problems(qtbot, make_window):
     assert doc.find("sub") is None and doc.history_index == 2
     QTest.keyClick(win, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
     assert doc.find("sub") is not None
+    # Ctrl+F opens the canvas's find bar; typing finds nodes by name.
+    QTest.keyClick(win, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert win.canvas.search_bar.isVisible()
+    assert win.canvas.search("mul") >= 1

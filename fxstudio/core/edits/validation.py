@@ -5,12 +5,14 @@ the shape of an edit dict (its op and fields).
 from __future__ import annotations
 
 import inspect
+import operator
 from typing import Any
 
 import torch
 import torch.fx
 from torch.fx.operator_schemas import get_signature_for_torch_op
 
+from fxstudio.core.argsyntax import format_value
 from fxstudio.core.errors import EditRefused
 
 # Fields of each op of design §4: (required, optional). "node"/"match" and "before"/"after" are
@@ -102,6 +104,9 @@ def check_call(op: str, target: Any, args: tuple, kwargs: dict, gm: torch.nn.Mod
         return None if len(args) == 1 and not kwargs else "The output node takes exactly one argument (the returned value)."
     if op == "placeholder":
         return None if len(args) <= 1 and not kwargs else "An input node takes at most one argument (its default)."
+    if op == "call_function" and target is operator.getitem and args and \
+            isinstance(args[0], (int, float, complex, type(None))):
+        return f"{format_value(args[0])}[...] cannot be indexed: args[0] of getitem must be a node or a sequence."
     if op == "call_method" and (not args or not isinstance(args[0], torch.fx.Node)):
         return f"The object .{target}() is called on (args[0]) must be a node reference such as %x."
     sigs = signatures(op, target, gm)

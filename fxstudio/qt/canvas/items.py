@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPolygonF, QStaticText
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPolygonF, QStaticText
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from fxstudio.core.layout_types import EdgeRoute, GroupBox, NodeBox
@@ -107,6 +107,10 @@ class NodeCard(QGraphicsItem):
         self.selected = False
         self.match = 0            # 0: no search match, 1: a match, 2: the current match
         self.drag_state = ""      # rewire feedback: "", "legal", "hover", "cycle"
+        self.tint: QColor | None = None   # divergence tint of the body (overlays.py), None: white
+        self.score: float | None = None   # the tolerance score behind the tint (for the tooltip)
+        self.diff_kind = ""       # "added" / "changed" since the original graph: an outline
+        self.diff_color: QColor | None = None
         self._face: _Face | None = None
         self._rect = QRectF()
         self.setZValue(2)
@@ -134,11 +138,28 @@ class NodeCard(QGraphicsItem):
         self.update()
 
     def default_tooltip(self) -> str:
-        """The card's full texts (the card itself elides them): name, op and target, shape."""
+        """The card's full texts (the card itself elides them): name, op and target, shape, and
+        what the overlays say (added/changed, error against tolerance of the last run)."""
         lines = [self.info.name, f"{self.info.op}: {self.info.target}"]
         if self.info.shape:
             lines.append(self.info.shape)
+        if self.diff_kind:
+            lines.append("added by an edit" if self.diff_kind == "added" else "changed by an edit")
+        if self.score is not None:
+            verdict = "equal" if self.score == 0 else "within tolerance" if self.score <= 1 else "diverged"
+            lines.append(f"last run: error/tolerance {self.score:.3g} ({verdict})")
         return "\n".join(lines)
+
+    def set_overlay(self, tint: QColor | None, score: float | None, diff_kind: str,
+                    diff_color: QColor | None) -> bool:
+        """Show a divergence tint and a diff outline; repaints only when something changed."""
+        if (self.tint == tint and self.score == score and self.diff_kind == diff_kind
+                and self.diff_color == diff_color):
+            return False
+        self.tint, self.score, self.diff_kind, self.diff_color = tint, score, diff_kind, diff_color
+        self.setToolTip(self.default_tooltip())
+        self.update()
+        return True
 
     def boundingRect(self) -> QRectF:  # noqa: N802 (Qt override)
         """The card plus room above it for port labels and the selection outline."""
@@ -184,8 +205,13 @@ class NodeCard(QGraphicsItem):
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(st.brush(st.CURRENT_MATCH if self.match == 2 else st.MATCH))
             painter.drawRoundedRect(r.adjusted(-4, -4, 4, 4), st.CORNER_R + 3, st.CORNER_R + 3)
-        painter.setPen(st.pen(st.CARD_BORDER, 1.0))
-        painter.setBrush(st.brush(st.CARD_BODY))
+        if self.tint is not None:   # divergence of the last run: a pale body, a border in the colour
+            rgb = self.tint.rgb()
+            painter.setPen(st.rgb_pen(rgb, 1.6))
+            painter.setBrush(st.tint_brush(rgb))
+        else:
+            painter.setPen(st.pen(st.CARD_BORDER, 1.0))
+            painter.setBrush(st.brush(st.CARD_BODY))
         painter.drawRoundedRect(r, st.CORNER_R, st.CORNER_R)
         painter.fillPath(face.header, head)
         if self.drag_state == "cycle":
@@ -217,9 +243,16 @@ class NodeCard(QGraphicsItem):
             return st.SELECTED
         if self.match:
             return st.CURRENT_MATCH if self.match == 2 else st.MATCH
+        if self.tint is not None:
+            return self.tint.name()
         return ""
 
     def _paint_outline(self, painter: QPainter, r: QRectF) -> None:
+        if self.diff_color is not None:   # added/changed: a ring outside the selection's
+            d = st.DIFF_RING_W / 2 + 1.2
+            painter.setPen(st.rgb_pen(self.diff_color.rgb(), st.DIFF_RING_W))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(r.adjusted(-d, -d, d, d), st.CORNER_R + d, st.CORNER_R + d)
         colour = {"legal": st.LEGAL_SOURCE, "hover": st.LEGAL_SOURCE, "cycle": st.CYCLE}.get(self.drag_state)
         width = 3.0 if self.drag_state in ("hover", "cycle") else 1.6
         if colour is None and self.selected:

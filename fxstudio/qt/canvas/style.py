@@ -39,6 +39,10 @@ PORT_BORDER = "#56606b"
 FRAME_FILLS = ("#e6ebf2", "#dde4ee", "#d3dce9", "#cad5e4")
 FRAME_BORDER = "#b4bfcc"
 FRAME_TEXT = "#3e4854"
+# Overlays (fxstudio/qt/canvas/overlays.py): divergence tints and diff outlines take their hues
+# from fxstudio/qt/divergence_colors.py; these only say how strongly a card shows them.
+TINT_STRENGTH = 0.30             # how much of the divergence colour is blended into a card's white body
+DIFF_RING_W = 2.4                # width of the added/changed outline (inside the card's 4-unit margin)
 
 # Geometry (scene units).
 HEADER_H = 22.0
@@ -96,6 +100,20 @@ def font(role: str) -> QFont:
     if role in ("title", "frame"):
         f.setWeight(QFont.Weight.DemiBold)
     return f
+
+
+@lru_cache(maxsize=None)
+def tint_brush(rgb: int) -> QBrush:
+    """The card body for a divergence tint (``QColor.rgb()``): the colour blended into white."""
+    c, a = QColor.fromRgb(rgb), TINT_STRENGTH
+    return QBrush(QColor(round(255 + (c.red() - 255) * a), round(255 + (c.green() - 255) * a),
+                         round(255 + (c.blue() - 255) * a)))
+
+
+@lru_cache(maxsize=None)
+def rgb_pen(rgb: int, width: float = 1.0, cosmetic: bool = False) -> QPen:
+    """A cached solid pen of an rgb value (``QColor.rgb()``)."""
+    return pen(QColor.fromRgb(rgb).name(), width, cosmetic)
 
 
 def frame_fill(depth: int) -> QColor:

@@ -18,6 +18,7 @@ from fxstudio.core.errors import EditRefused
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.items import GroupCard
 from fxstudio.qt.canvas.minimap import Minimap
+from fxstudio.qt.canvas.overlays import CanvasOverlays
 from fxstudio.qt.canvas.rewire import RewireDrag
 from fxstudio.qt.canvas.scene import CanvasScene
 from fxstudio.qt.canvas.search import CanvasSearch, SearchBar
@@ -28,8 +29,11 @@ ZOOM_STEP = 1.25
 READABLE_ZOOM = 0.8   # opening zoom for graphs too tall to read when fitted
 
 
-class GraphCanvas(CanvasSearch, QGraphicsView):
-    """The canvas of one document's edited graph, following ``selection`` and the document's events."""
+class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
+    """The canvas of one document's edited graph, following ``selection`` and the document's events.
+
+    Overlays (``overlays.py``): ``set_divergence(scores)`` tints cards by a run's divergence,
+    ``set_diff(diff)`` rings added/changed nodes, ``show_changes(bool)``/``show_divergence(bool)``."""
 
     edit_refused = Signal(str)
     zoom_changed = Signal(float)
@@ -73,6 +77,7 @@ class GraphCanvas(CanvasSearch, QGraphicsView):
         self.search_bar.next_requested.connect(self.next_match)
         self.search_bar.previous_requested.connect(self.previous_match)
         self.search_bar.closed.connect(lambda: (self.search(""), self.setFocus()))
+        self._init_overlays()
         self.canvas_scene.layout_changed.connect(self._layout_changed)
         self.horizontalScrollBar().valueChanged.connect(self._view_moved)
         self.verticalScrollBar().valueChanged.connect(self._view_moved)
@@ -88,6 +93,7 @@ class GraphCanvas(CanvasSearch, QGraphicsView):
         self._pending = []
         self.document = doc
         self.collapsed = set()
+        self.clear_overlays()   # a run's divergence and a diff belong to the document they came from
         if doc is None:
             self.canvas_scene.clear_graph()
             return
@@ -113,6 +119,7 @@ class GraphCanvas(CanvasSearch, QGraphicsView):
         gm = self.document.edited
         layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous)
         self.canvas_scene.show_graph(gm, layout, self.document.id_of, refresh)
+        self._apply_overlays()   # new and renamed cards get their tint and ring back
         self._apply_selection(scroll=False)
         if self._pattern:
             self._rematch()
@@ -456,6 +463,7 @@ class GraphCanvas(CanvasSearch, QGraphicsView):
         self.minimap.move(vp.right() - self.minimap.width() - 10, vp.bottom() - self.minimap.height() - 10)
         self.search_bar.adjustSize()
         self.search_bar.move(vp.right() - self.search_bar.width() - 10, vp.top() + 10)
+        self._place_legend()
 
     def _layout_changed(self) -> None:
         x0, y0, x1, y1 = self.canvas_scene.bounds
