@@ -26,5 +26,9 @@ bench: $(STAMP)
 	command -v dot >/dev/null || apt-get install -y -q graphviz
 	$(PY) -m bench $(BENCH_ARGS)
 
+screenshot: $(STAMP)
+	$(VENV)/bin/fxstudio resources/examples/residual_cnn.py --screenshot docs/img/window.png \
+		--replay docs/img/window_edits.json --select gelu
+
 clean:
 	rm -rf $(VENV) build *.egg-info
