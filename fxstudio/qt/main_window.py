@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox
 from fxstudio.core import journal
 from fxstudio.qt import menus
 from fxstudio.qt.actions.structure_actions import StructureActions
+from fxstudio.qt.canvas.overlays import connect_run_pane
 from fxstudio.qt.canvas.view import GraphCanvas
 from fxstudio.qt.docks import build_docks, default_sizes
 from fxstudio.qt.open_dialogs import ask_unsaved
@@ -79,6 +80,7 @@ class MainWindow(WindowCommands, QMainWindow):
         self.properties.edit_refused.connect(lambda msg: self.report_refusal(msg))
         self.canvas.edit_refused.connect(lambda msg: self.report_refusal(msg))
         self.run_pane.node_activated.connect(lambda node_id: self.selection.set([node_id]))
+        connect_run_pane(self.canvas, self.run_pane)
         self.structure.edit_refused.connect(lambda msg: self.report_refusal(msg))
         self.structure.status.connect(lambda msg: self.statusBar().showMessage(msg, 6000))
         self.problems.counts_changed.connect(lambda *_: self.update_status())
