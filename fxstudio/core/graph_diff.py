@@ -78,26 +78,114 @@ def graph_diff(original: torch.fx.Graph | torch.fx.GraphModule, edited: torch.fx
     A ``call_module`` node whose target path is unchanged but whose submodule was replaced is only
     seen as changed when a module is passed (then the submodules' types are compared too).
     """
-    key = match_key(match)
-    og = original.graph if isinstance(original, torch.fx.GraphModule) else original
-    eg = edited.graph if isinstance(edited, torch.fx.GraphModule) else edited
-    omods = dict(original.named_modules()) if isinstance(original, torch.fx.GraphModule) else None
-    emods = dict(edited.named_modules()) if isinstance(edited, torch.fx.GraphModule) else None
-    onodes: dict[Hashable, torch.fx.Node] = {key(n): n for n in og.nodes if key(n) is not None}
-    enodes: dict[Hashable, torch.fx.Node] = {key(n): n for n in eg.nodes if key(n) is not None}
-    added = frozenset(enodes.keys() - onodes.keys())
-    removed = frozenset(onodes.keys() - enodes.keys())
-    changed, renamed = set(), set()
-    for k in onodes.keys() & enodes.keys():
-        o, e = onodes[k], enodes[k]
+    return GraphDiffer(original, match=match).diff(edited)
+
+
+def _entry(n: torch.fx.Node, key, mods) -> tuple:
+    """(node, signature or None when uncomparable, name, submodule type for a call_module)."""
+    try:
+        sig = node_signature(n, key)
+    except Exception:  # noqa: BLE001 - compared through repr below
+        sig = None
+    mtype = None
+    if mods is not None and n.op == "call_module":
+        mtype = type(mods(n.target)) if callable(mods) else type(mods.get(n.target))
+    return (n, sig, n.name, mtype)
+
+
+def _signatures(graph: torch.fx.Graph, key, mods) -> dict[Hashable, tuple]:
+    """Per matched node key: its ``_entry``."""
+    out: dict[Hashable, tuple] = {}
+    for n in graph.nodes:
+        k = key(n)
+        if k is not None:
+            out[k] = _entry(n, key, mods)
+    return out
+
+
+def _submodule_or_none(gm: torch.fx.GraphModule):
+    def get(target):
         try:
-            same = node_signature(o, key) == node_signature(e, key)
-        except Exception:  # noqa: BLE001 - uncomparable constants: fall back to their text
-            same = repr(node_signature(o, key)) == repr(node_signature(e, key))
-        if same and o.op == "call_module" and omods is not None and emods is not None:
-            same = type(omods.get(o.target)) is type(emods.get(e.target))
-        if not same:
-            changed.add(k)
-        elif o.name != e.name:
-            renamed.add(k)
-    return GraphDiff(added, removed, frozenset(changed), frozenset(renamed))
+            return gm.get_submodule(target)
+        except Exception:  # noqa: BLE001 - a dangling target: no module
+            return None
+    return get
+
+
+class GraphDiffer:
+    """``graph_diff`` against one fixed ``original``, whose node signatures are computed once.
+
+    The original must not change while the differ is used (a ``Document``'s original never does).
+    ``diff(edited)`` costs one pass over the edited graph; after it, ``update(edited, ids, node_of)``
+    (``match="id"``) re-examines only the nodes whose ids an edit reported (a ``DocumentEvent``'s
+    added, removed and changed), so following a document costs what its edits touch.
+    """
+
+    def __init__(self, original: torch.fx.Graph | torch.fx.GraphModule, *, match: str = "id"):
+        self.match = match
+        self.key = match_key(match)
+        og = original.graph if isinstance(original, torch.fx.GraphModule) else original
+        self.omods = dict(original.named_modules(remove_duplicate=False)) if isinstance(original, torch.fx.GraphModule) else None
+        self.osigs = _signatures(og, self.key, self.omods)
+        self._esigs: dict[Hashable, tuple] | None = None
+        self._sets: dict[str, set] = {}
+
+    def _same(self, k) -> bool:
+        o, osig, _, otype = self.osigs[k]
+        e, esig, _, etype = self._esigs[k]
+        same = None
+        if osig is not None and esig is not None:
+            try:
+                same = bool(osig == esig)
+            except Exception:  # noqa: BLE001 - uncomparable constants: fall back to their text
+                same = None
+        if same is None:
+            same = repr(node_signature(o, self.key)) == repr(node_signature(e, self.key))
+        if same and o.op == "call_module" and otype is not None and etype is not None:
+            same = otype is etype
+        return same
+
+    def _classify(self, k) -> None:
+        sets = self._sets
+        for s in sets.values():
+            s.discard(k)
+        in_o, in_e = k in self.osigs, k in self._esigs
+        if in_e and not in_o:
+            sets["added"].add(k)
+        elif in_o and not in_e:
+            sets["removed"].add(k)
+        elif in_o and in_e:
+            if not self._same(k):
+                sets["changed"].add(k)
+            elif self.osigs[k][2] != self._esigs[k][2]:
+                sets["renamed"].add(k)
+
+    def _result(self) -> GraphDiff:
+        s = self._sets
+        return GraphDiff(frozenset(s["added"]), frozenset(s["removed"]), frozenset(s["changed"]),
+                         frozenset(s["renamed"]))
+
+    def diff(self, edited: torch.fx.Graph | torch.fx.GraphModule) -> GraphDiff:
+        """Nodes added, removed and changed from the original to ``edited`` (a full pass)."""
+        eg = edited.graph if isinstance(edited, torch.fx.GraphModule) else edited
+        emods = dict(edited.named_modules(remove_duplicate=False)) if isinstance(edited, torch.fx.GraphModule) else None
+        self._esigs = _signatures(eg, self.key, emods if self.omods is not None else None)
+        self._sets = {"added": set(), "removed": set(), "changed": set(), "renamed": set()}
+        for k in self.osigs.keys() | self._esigs.keys():
+            self._classify(k)
+        return self._result()
+
+    def update(self, edited: torch.fx.Graph | torch.fx.GraphModule, ids, node_of) -> GraphDiff:
+        """The diff after an edit that touched only the nodes ``ids`` (``node_of(id)``: the edited
+        graph's node with that id, or None once gone). Falls back to ``diff`` before the first."""
+        if self._esigs is None or self.match != "id":
+            return self.diff(edited)
+        mods = _submodule_or_none(edited) if (self.omods is not None and isinstance(edited, torch.fx.GraphModule)) else None
+        for k in ids:
+            node = node_of(k)
+            if node is None or self.key(node) != k:
+                self._esigs.pop(k, None)
+            else:
+                self._esigs[k] = _entry(node, self.key, mods)
+            self._classify(k)
+        return self._result()

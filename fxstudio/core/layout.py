@@ -10,6 +10,7 @@ graph and arguments give the same layout.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Callable, Mapping
 
@@ -19,7 +20,8 @@ import torch.fx
 from fxstudio.core.graph_model import GraphArrays, extract_graph, to_networkx  # noqa: F401 (re-exported)
 from fxstudio.core.layout_coords import assign_x, band_tops
 from fxstudio.core.layout_crossings import reduce_crossings, sweep_layers
-from fxstudio.core.layout_groups import build_groups, class_names, collapse_owner, frame_gaps, frame_members
+from fxstudio.core.layout_groups import (build_groups, class_names, collapse_owner, frame_gaps, frame_members,
+                                         frame_structure)
 from fxstudio.core.layout_layers import add_dummies, assign_layers, sorted_unique
 from fxstudio.core.layout_routes import route_edges
 from fxstudio.core.layout_types import Layout, NodeBox
@@ -238,11 +240,14 @@ def compute_layout(
 
     if prev_x is not None:
         lane_x, lane_known = _previous_lanes(previous, units.names, dummy_owner, all_layer[n:])
+        stamp("previous lanes")
         known_all = np.concatenate([known, lane_known])
         init_x = _initial_x(total, known_all, np.concatenate([prev_x, lane_x]), seg_src, seg_dst)
         pos = reduce_crossings(all_layer, seg_src, seg_dst, init_x, sweeps=0)
         fixed = known_all
+        stamp("crossings (kept order)")
         x = assign_x(all_layer, pos, all_w, gaps, is_dummy, heavy, seg_src, seg_dst, init=init_x, fixed=fixed)
+        stamp("coordinates")
     else:
         init_key = np.concatenate([np.arange(n, dtype=np.float64), dummy_owner.astype(np.float64) + 0.5])
         pos = reduce_crossings(all_layer, seg_src, seg_dst, init_key, sweeps=sweeps)
@@ -261,14 +266,23 @@ def compute_layout(
         np.maximum.at(layer_h, layer, heights)
     leaf = [not g and t == p and op == "call_module"
             for g, t, p, op in zip(units.is_group, units.targets, units.paths, units.ops)]
-    frames = frame_members(units.paths, leaf)
-    band_gaps = frame_gaps(frames, layer, nlayers, LAYER_GAP)
+    cached = previous.group_cache if previous is not None else None
+    if cached is not None and cached[0] == units.paths and cached[1] == leaf:
+        frames, structure = cached[2], cached[6]  # same module paths: the same frames (read-only)
+    else:
+        frames = frame_members(units.paths, leaf)
+        structure = frame_structure(frames)
+    stamp("frames")
+    band_gaps = frame_gaps(frames, layer, nlayers, LAYER_GAP, structure=structure)
     tops = band_tops(layer_h, band_gaps)
     if prev_x is not None:
         # Frames may squeeze until the next fresh layout: keeping cards in place comes first.
         tops = _keep_previous_tops(previous, layer_h, np.minimum(band_gaps, LAYER_GAP))
+    stamp("band tops")
 
     result = Layout()
+    result.lanes, result.layer_tops = _lane_cache(units, layer, all_layer, dummy_owner, x, tops)
+    stamp("lane cache")
     left = x[:n] - widths / 2
     ys = tops[layer] if n else np.zeros(0)
     group_cards: dict[str, tuple[int, int]] = {}
@@ -282,7 +296,11 @@ def compute_layout(
     result.edges = route_edges(units, layer, x, ys, heights, tops, layer_h, dummy_base)
     stamp("routes")
     boxes = np.stack([left, ys, left + widths, ys + heights], axis=1) if n else np.zeros((0, 4))
-    classes = class_names(ga.module_stacks, ga.module_paths)
+    if cached is not None and cached[3] == ga.module_paths and cached[4] == ga.module_stacks:
+        classes = cached[5]
+    else:
+        classes = class_names(ga.module_stacks, ga.module_paths)
+    result.group_cache = (units.paths, leaf, frames, ga.module_paths, ga.module_stacks, classes, structure)
     result.groups = build_groups(frames, boxes, group_cards, classes)
     for path, (i, _) in group_cards.items():
         result.groups[path].layer = ll[i]
@@ -292,9 +310,50 @@ def compute_layout(
     return result
 
 
+def _lane_cache(units, layer: np.ndarray, all_layer: np.ndarray, dummy_owner: np.ndarray, x: np.ndarray,
+                tops: np.ndarray) -> tuple[tuple, dict]:
+    """What ``_previous_lanes`` and ``_keep_previous_tops`` would read off this layout's boxes and
+    routes, taken from the arrays directly: the x of each (source, layer) dummy in a layer holding a
+    node card, as (unit index by name, sorted keys source index × span + layer, x, span), and the top
+    of each layer holding a card."""
+    n = units.n
+    is_group = np.asarray(units.is_group, dtype=bool) if n else np.zeros(0, dtype=bool)
+    card_layers = np.unique(layer) if n else np.zeros(0, dtype=np.int64)
+    layer_tops = dict(zip(card_layers.tolist(), tops[card_layers].tolist())) if len(card_layers) else {}
+    span = int(all_layer.max()) + 1 if len(all_layer) else 1
+    dl = all_layer[n:]
+    if len(dl):
+        has_node = np.zeros(span, dtype=bool)
+        has_node[layer[~is_group]] = True
+        ok = has_node[dl]
+        keys = dummy_owner[ok] * span + dl[ok]
+        xs = x[n:][ok]
+        order = np.argsort(keys, kind="stable")
+        keys, xs = keys[order], xs[order]
+    else:
+        keys, xs = np.zeros(0, dtype=np.int64), np.zeros(0)
+    index = dict(zip(units.names, range(n)))
+    return (index, keys, xs, span), layer_tops
+
+
 def _previous_lanes(previous: Layout, names: list[str], dummy_owner: np.ndarray, dummy_layer: np.ndarray):
     """x of each dummy where the previous layout routed the same source through the same layer
     (read off the previous route at the middle of that layer's band)."""
+    xs = np.zeros(len(dummy_owner))
+    found = np.zeros(len(dummy_owner), dtype=bool)
+    if previous.lanes is not None:
+        index, keys, lane_x, span = previous.lanes
+        if len(keys) and len(dummy_owner):
+            get = index.get
+            prev_unit = np.fromiter((get(nm, -1) for nm in names), dtype=np.int64, count=len(names))
+            po = prev_unit[dummy_owner]
+            valid = (po >= 0) & (dummy_layer < span)
+            q = po * span + dummy_layer
+            at = np.minimum(np.searchsorted(keys, q), len(keys) - 1)
+            hit = valid & (keys[at] == q)
+            xs[hit] = lane_x[at[hit]]
+            found = hit
+        return xs, found
     top: dict[int, float] = {}
     height: dict[int, float] = {}
     for b in previous.nodes.values():
@@ -345,13 +404,20 @@ def _initial_x(total, have, x, seg_src, seg_dst) -> np.ndarray:
 def _keep_previous_tops(previous: Layout, layer_h: np.ndarray, gaps: np.ndarray) -> np.ndarray:
     """Band tops that stay where the previous layout had them, pushed down only where needed."""
     prev_top: dict[int, float] = {}
-    for box in list(previous.nodes.values()) + [g for g in previous.groups.values() if g.collapsed]:
-        if box.layer >= 0:
-            prev_top[box.layer] = min(prev_top.get(box.layer, box.y), box.y)
-    tops = np.zeros(len(layer_h))
-    floor = -np.inf
-    for lyr in range(len(layer_h)):
-        want = prev_top.get(lyr, floor)
-        tops[lyr] = max(want, floor) if np.isfinite(max(want, floor)) else 0.0
-        floor = tops[lyr] + layer_h[lyr] + gaps[lyr]
-    return tops
+    if previous.layer_tops is not None:
+        prev_top = previous.layer_tops
+    else:
+        for box in list(previous.nodes.values()) + [g for g in previous.groups.values() if g.collapsed]:
+            if box.layer >= 0:
+                prev_top[box.layer] = min(prev_top.get(box.layer, box.y), box.y)
+    hs, gs = layer_h.tolist(), gaps.tolist()
+    out = [0.0] * len(hs)
+    floor = -math.inf
+    get = prev_top.get
+    for lyr in range(len(hs)):
+        want = get(lyr, floor)
+        top = want if want > floor else floor
+        top = top if math.isfinite(top) else 0.0
+        out[lyr] = top
+        floor = top + hs[lyr] + gs[lyr]
+    return np.asarray(out, dtype=np.float64)

@@ -97,26 +97,50 @@ def _per_path(by_path: dict[str, list[int]], lo_values: np.ndarray, hi_values: n
     return np.minimum.reduceat(lo_values[units], starts), np.maximum.reduceat(hi_values[units], starts)
 
 
+def frame_structure(by_path: dict[str, list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For ``frame_gaps``: each (path of ``by_path``, ancestor) pair as index arrays (path index in
+    dict order, ancestor index in first-seen order) and each ancestor's depth. Depends on the paths
+    only, so a caller may keep it while the paths stay the same."""
+    anc_index: dict[str, int] = {}
+    depths: list[int] = []
+    pi: list[int] = []
+    ai: list[int] = []
+    for i, p in enumerate(by_path):
+        for q in _ancestors(p):
+            j = anc_index.get(q)
+            if j is None:
+                j = anc_index[q] = len(depths)
+                depths.append(q.count("."))
+            pi.append(i)
+            ai.append(j)
+    return (np.asarray(pi, dtype=np.int64), np.asarray(ai, dtype=np.int64), np.asarray(depths, dtype=np.int64))
+
+
 def frame_gaps(by_path: dict[str, list[int]], layer: np.ndarray, nlayers: int, base: float,
-               pad: float = 12.0, label_room: float = 22.0) -> np.ndarray:
-    """Gap below each layer, wide enough for the frames that close above it and open below it."""
-    lo: dict[str, int] = {}
-    hi: dict[str, int] = {}
-    mins, maxs = _per_path(by_path, layer, layer)
-    for p, a, b in zip(by_path, mins.tolist(), maxs.tolist()):
-        for q in ancestors(p):
-            lo[q] = min(lo.get(q, a), a)
-            hi[q] = max(hi.get(q, b), b)
-    closing: dict[int, set[int]] = {}
-    opening: dict[int, set[int]] = {}
-    for q in lo:
-        depth = q.count(".")
-        closing.setdefault(hi[q], set()).add(depth)
-        opening.setdefault(lo[q], set()).add(depth)
+               pad: float = 12.0, label_room: float = 22.0, structure=None) -> np.ndarray:
+    """Gap below each layer, wide enough for the frames that close above it and open below it.
+
+    ``structure``: ``frame_structure(by_path)`` when the caller kept it."""
     gaps = np.full(max(nlayers, 1), base)
-    for lyr in range(nlayers - 1):
-        need = 16 + pad * len(closing.get(lyr, ())) + (pad + label_room) * len(opening.get(lyr + 1, ()))
-        gaps[lyr] = max(base, need)
+    if not by_path or nlayers < 2:
+        return gaps
+    pi, ai, depth = structure if structure is not None else frame_structure(by_path)
+    mins, maxs = _per_path(by_path, layer, layer)
+    nanc = len(depth)
+    lo = np.full(nanc, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(nanc, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(lo, ai, mins.astype(np.int64)[pi])
+    np.maximum.at(hi, ai, maxs.astype(np.int64)[pi])
+    span = int(depth.max()) + 1
+
+    def distinct_depths(at: np.ndarray) -> np.ndarray:
+        pairs = np.unique(at * span + depth)
+        return np.bincount(pairs // span, minlength=nlayers + 1)
+
+    closing = distinct_depths(hi)
+    opening = distinct_depths(lo)
+    need = 16 + pad * closing[: nlayers - 1] + (pad + label_room) * opening[1:nlayers]
+    gaps[: nlayers - 1] = np.maximum(base, need)
     return gaps
 
 

@@ -60,6 +60,11 @@ class Layout:
     groups: dict[str, GroupBox] = field(default_factory=dict)
     seconds: float = 0.0
     stats: dict = field(default_factory=dict)  # layout engine's counters and stage times; not in JSON
+    # What an incremental layout reads off this one, kept by ``compute_layout`` so the next edit
+    # need not rebuild it from the boxes and routes (None: rebuild). Not in JSON, not compared.
+    lanes: tuple | None = field(default=None, repr=False, compare=False)  # (source, layer) → dummy x
+    layer_tops: dict | None = field(default=None, repr=False, compare=False)  # layer → top of its cards
+    group_cache: tuple | None = field(default=None, repr=False, compare=False)  # frames + class names, by paths
 
     def bounds(self) -> tuple[float, float, float, float]:
         """(x0, y0, x1, y1) enclosing every node and group."""

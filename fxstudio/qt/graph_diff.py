@@ -1,19 +1,28 @@
 """The graph-diff view: nodes added, removed and changed between the original and the edited graph.
 
-A list follows the document (it is recomputed after every edit, undo and redo); clicking a present
-node selects it through the ``SelectionModel``. ``diff_changed(GraphDiff)`` lets the canvas
-highlight the same nodes.
+A list follows the document; clicking a present node selects it through the ``SelectionModel``.
+``diff_changed(GraphDiff)`` lets the canvas highlight the same nodes.
+
+The diff follows an edit, undo or redo at once but incrementally (``GraphDiffer.update``
+re-examines only the nodes the event names; the original's signatures are computed once per
+document), and ``diff_changed`` is emitted then, so the canvas's rings stay current. The list is
+redrawn ``DEBOUNCE_MS`` after the last event, and only while the view is on screen (a hidden view
+redraws when it is shown). Other events (a reset) cause a full, deferred recompute: at the
+debounce when ``live()`` says someone else follows ``diff_changed``, else when the list is shown.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from fxstudio.core.graph_diff import GraphDiff, graph_diff
+from fxstudio.core.graph_diff import GraphDiff, GraphDiffer
 from fxstudio.qt.divergence_colors import DIFF_COLORS as KIND_COLORS
 from fxstudio.qt.selection import SelectionModel
+
+
+DEBOUNCE_MS = 300
 
 
 class GraphDiffView(QWidget):
@@ -27,6 +36,14 @@ class GraphDiffView(QWidget):
         self.doc = None
         self.diff: GraphDiff | None = None
         self._unsubscribe = None
+        self._differ: GraphDiffer | None = None
+        self.dirty = False  # the document changed since the list was drawn
+        self._full = False  # the diff itself needs a full pass
+        self.live = lambda: False  # True: a listener needs each diff at once (set by the run pane)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(DEBOUNCE_MS)
+        self._timer.timeout.connect(self._deferred)
         self.summary = QLabel("No model open.")
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(["Node", "Op", "Target"])
@@ -45,21 +62,71 @@ class GraphDiffView(QWidget):
             self._unsubscribe()
             self._unsubscribe = None
         self.doc = doc
+        self._differ = None
         if doc is not None:
-            self._unsubscribe = doc.subscribe(lambda event: self.refresh())
+            self._unsubscribe = doc.subscribe(self._document_changed)
         self.refresh()
 
+    def _document_changed(self, event) -> None:
+        kind = getattr(event, "kind", "edited")
+        if kind == "saved":
+            return
+        if kind in ("edited", "undone", "redone") and self._differ is not None and not self._full:
+            # Only the nodes the event names can have changed: re-examine those (cheap), so the
+            # diff (and the canvas's rings) stay current; the list itself is redrawn later.
+            ids = set(event.added) | set(event.removed) | set(event.changed)
+            self.diff = self._differ.update(self.doc.edited, ids, self.doc.node)
+            self.diff_changed.emit(self.diff)
+        else:
+            self._full = True  # anything else: a full pass, deferred like the list
+        self.dirty = True
+        self._timer.start()
+
+    def _deferred(self) -> None:
+        if self._full:
+            if self.live() or self.isVisible():
+                self.refresh()
+        elif self.dirty and self.isVisible():
+            self._redraw()
+
+    def flush(self) -> None:
+        """Redraw now if an event is still pending (tests, and callers that need the list)."""
+        if self._full:
+            self.refresh()
+        elif self.dirty:
+            self._redraw()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if (self.dirty or self._full) and not self._timer.isActive():
+            self.flush()
+
     def refresh(self) -> None:
-        """Recompute the diff and redraw the list."""
-        self.tree.clear()
+        """Recompute the diff (a full pass) and redraw the list."""
+        self._full = False
         if self.doc is None:
+            self._timer.stop()
+            self.dirty = False
+            self.tree.clear()
             self.diff = None
             self.summary.setText("No model open.")
             self.diff_changed.emit(None)
             return
-        diff = graph_diff(self.doc.original, self.doc.edited)
-        self.diff = diff
-        original = {n.meta.get("fxs_id"): n for n in self.doc.original.graph.nodes}
+        if self._differ is None:
+            self._differ = GraphDiffer(self.doc.original)
+        self.diff = self._differ.diff(self.doc.edited)
+        self._redraw()
+        self.diff_changed.emit(self.diff)
+
+    def _redraw(self) -> None:
+        """Redraw the list from ``self.diff``."""
+        self._timer.stop()
+        self.dirty = False
+        self.tree.clear()
+        diff = self.diff
+        if diff is None:
+            return
+        original = self._differ.osigs
         for kind in ("changed", "added", "removed"):
             ids = sorted(getattr(diff, kind))
             if not ids:
@@ -69,7 +136,8 @@ class GraphDiffView(QWidget):
             group.setFlags(group.flags() & ~Qt.ItemFlag.ItemIsSelectable)
             self.tree.addTopLevelItem(group)
             for node_id in ids:
-                node = original.get(node_id) if kind == "removed" else self.doc.node(node_id)
+                entry = original.get(node_id) if kind == "removed" else None
+                node = entry[0] if entry is not None else (None if kind == "removed" else self.doc.node(node_id))
                 if node is None:
                     continue
                 target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
@@ -83,7 +151,6 @@ class GraphDiffView(QWidget):
         self.summary.setText("The edited graph computes what the original does, node for node." if diff.empty else
                              f"{len(diff.changed)} changed, {len(diff.added)} added, {len(diff.removed)} removed "
                              "(click a node to select it)")
-        self.diff_changed.emit(diff)
 
     def _clicked(self, item: QTreeWidgetItem, column: int) -> None:
         node_id = item.data(0, Qt.ItemDataRole.UserRole)

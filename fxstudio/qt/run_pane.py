@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 
 import torch.fx
-from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QMetaMethod, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton,
@@ -162,6 +162,8 @@ class RunPane(QWidget):
         self.nodes_table.itemClicked.connect(self._node_row_clicked)
         self.diff_view = GraphDiffView(self.selection)
         self.diff_view.diff_changed.connect(self.diff_changed)
+        # Someone besides this pane (the canvas's rings) follows the diff: keep it current at once.
+        self.diff_view.live = lambda: self.isSignalConnected(QMetaMethod.fromSignal(self.diff_changed))
         self.tabs = QTabWidget()
         self.tabs.addTab(self.nodes_table, "Nodes")
         self.tabs.addTab(self.diff_view, "Changes")
