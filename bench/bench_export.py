@@ -11,8 +11,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from bench.common import best_time
 
 MODEL_TEMPLATE = '''
 import torch
@@ -44,15 +45,6 @@ def example_inputs():
 '''
 
 
-def _best(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main(argv: list[str]) -> int:
     """Write the model, time each step, print ratios and a markdown table."""
     from fxstudio.core.export import export_python
@@ -70,9 +62,9 @@ def main(argv: list[str]) -> int:
         nodes = len(gm.graph.nodes)
         n = iter(range(1000))
 
-        t_to_folder = _best(lambda: gm.to_folder(tmp / f"folder{next(n)}", "Deep"), repeats)
-        t_write = _best(lambda: export_python(loaded, tmp / f"out{next(n)}.py", verify=False), repeats)
-        t_python = _best(lambda: subprocess.run([sys.executable, "-I", "-c", "import torch"], check=True), repeats)
+        t_to_folder = best_time(lambda: gm.to_folder(tmp / f"folder{next(n)}", "Deep"), repeats)
+        t_write = best_time(lambda: export_python(loaded, tmp / f"out{next(n)}.py", verify=False), repeats)
+        t_python = best_time(lambda: subprocess.run([sys.executable, "-I", "-c", "import torch"], check=True), repeats)
         result = export_python(loaded, tmp / "verified.py")
         t_verified = result.seconds
         lines = result.py_path.read_text().count("\n")

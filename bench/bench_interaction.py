@@ -17,30 +17,14 @@ run (a machine-independent yardstick: one full pass of torch.fx's own checker).
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
+
+from bench.common import median_ms, synthetic_document
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 TARGET_MS = 100.0
-
-
-def _median_ms(samples: list[float]) -> float:
-    return statistics.median(samples) * 1000
-
-
-def _document(n_nodes: int):
-    from fxstudio.core import synthetic
-    from fxstudio.core.document import Document
-    from fxstudio.core.model import LoadedModel
-
-    import torch
-
-    gm = synthetic.as_graph_module(synthetic.make_graph("skip_chain", n_nodes))
-    loaded = LoadedModel(path=None, kind="py", module=gm, graph_module=gm,
-                         example_inputs=(torch.zeros(synthetic.BATCH, synthetic.D),))
-    return Document(loaded)
 
 
 def main(argv: list[str]) -> int:
@@ -58,7 +42,7 @@ def main(argv: list[str]) -> int:
 
     app = QApplication.instance() or QApplication([])
     t0 = time.perf_counter()
-    doc = _document(n_nodes)
+    doc = synthetic_document(n_nodes)
     build_s = time.perf_counter() - t0
     graph = doc.edited.graph
     nodes = list(graph.nodes)
@@ -69,7 +53,7 @@ def main(argv: list[str]) -> int:
         t = time.perf_counter()
         graph.lint()
         lint.append(time.perf_counter() - t)
-    lint_ms = _median_ms(lint)
+    lint_ms = median_ms(lint)
 
     selection = SelectionModel()
     panel = PropertiesPanel(selection)
@@ -121,9 +105,9 @@ def main(argv: list[str]) -> int:
     offered = panel.fields[0].count()
 
     rows = [
-        ("select → panel filled", _median_ms(select), max(select) * 1000),
-        ("Enter on argument → document + panel updated", _median_ms(enter), max(enter) * 1000),
-        ("undo → panel updated", _median_ms(undo), max(undo) * 1000),
+        ("select → panel filled", median_ms(select), max(select) * 1000),
+        ("Enter on argument → document + panel updated", median_ms(enter), max(enter) * 1000),
+        ("undo → panel updated", median_ms(undo), max(undo) * 1000),
         (f"open node drop-down ({offered} candidates)", dropdown_ms, dropdown_ms),
     ]
     print(f"\nreference: graph.lint() on {len(nodes)} nodes = {lint_ms:.1f} ms (median of 5)\n")

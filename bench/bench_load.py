@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.common import best_time
+
 import torch
 import torch.fx
 
@@ -46,21 +48,6 @@ def example_inputs():
 '''
 
 
-def _best(fn, repeats: int) -> float:
-    """Best CPU time of this process over ``repeats`` calls, after one warm-up call.
-
-    CPU time rather than wall time: the figures stay steady on a shared machine, and with one torch
-    thread they equal wall time on an idle one.
-    """
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
-
-
 def main(argv: list[str]) -> int:
     """Write the model, time each step, print ratios and a markdown table."""
     from fxstudio.core.loading import load_model
@@ -83,14 +70,14 @@ def main(argv: list[str]) -> int:
         model, inputs = loaded.module, loaded.example_inputs
         nodes = len(loaded.graph_module.graph.nodes)
 
-        t_forward = _best(lambda: model(*inputs), repeats)
-        t_plain_trace = _best(lambda: torch.fx.symbolic_trace(model), repeats)
-        t_trace = _best(lambda: trace_fx(model, display="bench", user_file=path), repeats)
+        t_forward = best_time(lambda: model(*inputs), repeats, clock=time.process_time, warm_up=True)
+        t_plain_trace = best_time(lambda: torch.fx.symbolic_trace(model), repeats, clock=time.process_time, warm_up=True)
+        t_trace = best_time(lambda: trace_fx(model, display="bench", user_file=path), repeats, clock=time.process_time, warm_up=True)
         gm = trace_fx(model, display="bench", user_file=path)
-        t_real_shapes = _best(lambda: ShapeProp(gm).propagate(*inputs), repeats)
-        t_shapes = _best(lambda: propagate_shapes(gm, inputs, []), repeats)
-        t_annotate = _best(lambda: annotate(gm, inputs, user_file=path, notes=[]), repeats)
-        t_load = _best(lambda: load_model(path), repeats)
+        t_real_shapes = best_time(lambda: ShapeProp(gm).propagate(*inputs), repeats, clock=time.process_time, warm_up=True)
+        t_shapes = best_time(lambda: propagate_shapes(gm, inputs, []), repeats, clock=time.process_time, warm_up=True)
+        t_annotate = best_time(lambda: annotate(gm, inputs, user_file=path, notes=[]), repeats, clock=time.process_time, warm_up=True)
+        t_load = best_time(lambda: load_model(path), repeats, clock=time.process_time, warm_up=True)
 
     rows = [
         ("plain forward pass (reference)", t_forward),

@@ -3,7 +3,8 @@
 import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-# Tests run two at a time on small machines; one torch thread each avoids oversubscription.
+# Tests run two at a time on small machines; one torch thread each avoids oversubscription
+# (OpenMP workers spinning against each other turn a 3 ms forward into a second).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest  # noqa: E402

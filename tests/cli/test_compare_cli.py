@@ -8,16 +8,6 @@ import torch
 from fxstudio.cli import main
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One intra-op thread while these tests run: on a machine whose few cores are shared, OpenMP
-    workers spin against each other and a 3 ms forward takes a second. Results are the same."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def write_edits(path, *edits):
     path.write_text(json.dumps({"format": "fxstudio.edits/1", "edits": list(edits)}))
     return path

@@ -18,16 +18,6 @@ from fxstudio.core.run_inputs import (
 from fxstudio.core.run_metrics import flatten_outputs
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One intra-op thread while these tests run: on a machine whose few cores are shared, OpenMP
-    workers spin against each other and a 3 ms forward takes a second. Results are the same."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class Net(nn.Module):
     def __init__(self):
         super().__init__()

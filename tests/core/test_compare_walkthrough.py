@@ -4,23 +4,12 @@ the first divergent node is the edited one (or nothing diverges for an equivalen
 import functools
 
 import pytest
-import torch
 
 from fxstudio.core.compare import compare_models
 from fxstudio.core.document import Document
 from fxstudio.core.graph_diff import graph_diff
 from fxstudio.core.loading import load_model
 from fxstudio.resources import example_path
-
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One intra-op thread while these tests run: on a machine whose few cores are shared, OpenMP
-    workers spin against each other and a 3 ms forward takes a second. Results are the same."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def run(doc, **kw):
