@@ -144,20 +144,30 @@ def frame_gaps(by_path: dict[str, list[int]], layer: np.ndarray, nlayers: int, b
     return gaps
 
 
+def group_plan(by_path: dict[str, list[int]], collapsed_units, classes: dict[str, str]) -> list[tuple]:
+    """Every frame path with its depth, parent path ('' for none) and label, deepest first: what
+    ``build_groups`` walks. Depends on the paths (and class names) only, not on positions."""
+    all_paths: set[str] = set()
+    for p in by_path:
+        all_paths.update(_ancestors(p))
+    all_paths.update(collapsed_units)
+    return [(p, p.count("."), p.rsplit(".", 1)[0] if "." in p else "", group_label(p, classes))
+            for p in sorted(all_paths, key=lambda s: -s.count("."))]
+
+
 def build_groups(
     by_path: dict[str, list[int]], unit_boxes: np.ndarray, collapsed_units: dict[str, tuple[int, int]],
-    classes: dict[str, str], pad: float = 12.0, label_room: float = 22.0,
+    classes: dict[str, str], pad: float = 12.0, label_room: float = 22.0, plan: list | None = None,
 ) -> dict[str, GroupBox]:
     """Nested frames around the units of each module path (``frame_members``).
 
     ``unit_boxes[i]`` is unit i's (x0, y0, x1, y1); ``collapsed_units`` maps each collapsed path to
     (unit index, member count). Each frame encloses its members' boxes and its child frames with
-    ``pad`` around and ``label_room`` above for the label.
+    ``pad`` around and ``label_room`` above for the label. ``plan``: ``group_plan(by_path,
+    collapsed_units, classes)`` when the caller kept it (it depends on the paths only).
     """
-    all_paths: set[str] = set()
-    for p in by_path:
-        all_paths.update(ancestors(p))
-    all_paths.update(collapsed_units)
+    if plan is None:
+        plan = group_plan(by_path, collapsed_units, classes)
     boxes: dict[str, list[float]] = {}
     counts: dict[str, int] = {}
     x0s, _ = _per_path(by_path, unit_boxes[:, 0], unit_boxes[:, 0])
@@ -171,22 +181,19 @@ def build_groups(
         counts[p] = members
     groups: dict[str, GroupBox] = {}
     # Deepest first, so a parent's box includes its children's padded frames.
-    for p in sorted(all_paths, key=lambda s: -s.count(".")):
-        depth = p.count(".")
+    for p, depth, parent, label in plan:
         if p in collapsed_units:
             x0, y0, x1, y1 = boxes[p]
-            groups[p] = GroupBox(path=p, label=group_label(p, classes), x=x0, y=y0, w=x1 - x0, h=y1 - y0,
-                                 depth=depth, collapsed=True, members=counts.get(p, 0))
+            g = groups[p] = GroupBox(path=p, label=label, x=x0, y=y0, w=x1 - x0, h=y1 - y0,
+                                     depth=depth, collapsed=True, members=counts.get(p, 0))
         else:
-            if p not in boxes:
+            b = boxes.get(p)
+            if b is None:
                 continue
-            x0, y0, x1, y1 = boxes[p]
-            x0, y0, x1, y1 = x0 - pad, y0 - pad - label_room, x1 + pad, y1 + pad
-            groups[p] = GroupBox(path=p, label=group_label(p, classes), x=x0, y=y0, w=x1 - x0, h=y1 - y0,
-                                 depth=depth, collapsed=False, members=counts.get(p, 0))
-        parent = p.rsplit(".", 1)[0] if "." in p else ""
+            x0, y0, x1, y1 = b[0] - pad, b[1] - pad - label_room, b[2] + pad, b[3] + pad
+            g = groups[p] = GroupBox(path=p, label=label, x=x0, y=y0, w=x1 - x0, h=y1 - y0,
+                                     depth=depth, collapsed=False, members=counts.get(p, 0))
         if parent:
-            g = groups[p]
             pb = boxes.get(parent)
             gb = [g.x, g.y, g.x + g.w, g.y + g.h]
             boxes[parent] = gb if pb is None else [min(pb[0], gb[0]), min(pb[1], gb[1]),

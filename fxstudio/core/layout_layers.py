@@ -43,6 +43,10 @@ def assign_layers(
     layer = np.zeros(n, dtype=np.int64)
     if n == 0:
         return layer
+    if previous is not None and not sink:
+        fast = _layers_from_previous(n, src, dst, weight_like, previous)
+        if fast is not None:
+            return fast
     pred_off, preds = csr(n, dst, src)
     prev = previous.tolist() if previous is not None else None
     lay = [0] * n
@@ -72,6 +76,50 @@ def assign_layers(
             lay[v] = below  # as many outputs as inputs: sinking does not lengthen its edges
     layer[:] = lay
     return layer
+
+
+FIXPOINT_ROUNDS = 8
+
+
+def _layers_from_previous(n: int, src: np.ndarray, dst: np.ndarray, weight_like: np.ndarray,
+                          previous: np.ndarray) -> np.ndarray | None:
+    """``assign_layers`` with ``previous`` and no ``sink``, as whole-array passes.
+
+    Both of its passes define each layer by a recurrence over the DAG (top down: the previous
+    layer or one below the lowest input; bottom up: a weight-like node right above its first
+    consumer), whose solution is unique; iterating the recurrence on whole arrays from the
+    previous layers reaches it in as many rounds as the edit pushes nodes down a chain, which is
+    one or two for most edits. After ``FIXPOINT_ROUNDS`` without settling: None (use the loop).
+    """
+    prev = np.asarray(previous, dtype=np.int64)
+    base = np.maximum(prev, 0)
+    has_pred = np.zeros(n, dtype=bool)
+    has_pred[dst] = True
+    lay = base.copy()
+    for _ in range(FIXPOINT_ROUNDS):
+        top = np.full(n, -1, dtype=np.int64)
+        np.maximum.at(top, dst, lay[src])
+        new = np.where(has_pred, np.maximum(top + 1, prev), base)
+        if np.array_equal(new, lay):
+            break
+        lay = new
+    else:
+        return None
+    movers = np.zeros(n, dtype=bool)
+    movers[src] = True
+    movers &= weight_like  # weight-like nodes with a consumer sink to right above the first one
+    if not movers.any():
+        return lay
+    big = np.iinfo(np.int64).max
+    for _ in range(FIXPOINT_ROUNDS + 1):
+        below = np.full(n, big, dtype=np.int64)
+        np.minimum.at(below, src, lay[dst])
+        new = lay.copy()
+        new[movers] = below[movers] - 1
+        if np.array_equal(new, lay):
+            return lay
+        lay = new
+    return None
 
 
 def add_dummies(

@@ -65,6 +65,7 @@ class Layout:
     lanes: tuple | None = field(default=None, repr=False, compare=False)  # (source, layer) → dummy x
     layer_tops: dict | None = field(default=None, repr=False, compare=False)  # layer → top of its cards
     group_cache: tuple | None = field(default=None, repr=False, compare=False)  # frames + class names, by paths
+    inputs: tuple | None = field(default=None, repr=False, compare=False)  # (collapsed, GraphArrays) laid out
 
     def bounds(self) -> tuple[float, float, float, float]:
         """(x0, y0, x1, y1) enclosing every node and group."""

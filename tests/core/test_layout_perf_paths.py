@@ -111,3 +111,19 @@ def test_incremental_graph_diff_follows_edits_undo_and_redo():
             if event.kind in ("edited", "undone", "redone"):
                 got = differ.update(doc.edited, event.added | event.removed | event.changed, doc.node)
         assert got == graph_diff(doc.original, doc.edited)
+
+
+def test_an_edit_the_layout_cannot_see_reuses_the_previous_layout():
+    doc = doc_for("residual_cnn.py")
+    g = doc.edited.graph
+    before = compute_layout(g)
+    doc.apply_edit({"op": "set_arg", "node": "flatten", "key": 1, "value": "1"})   # a literal: same structure
+    after = compute_layout(g, previous=before)
+    assert after.stats.get("reused") == 1 and _json(after) == _json(before)
+    # What a fresh incremental pass gives for the same input is the same picture.
+    assert _json(compute_layout(g, previous=_bare(before))) == _json(before)
+    # A rewire is laid out again, and so is any layout asked with sizes or other collapsed groups.
+    doc.apply_edit({"op": "set_arg", "node": "layer2_1_relu", "key": 0, "value": "%layer2_0_relu"})
+    assert "reused" not in compute_layout(g, previous=after).stats
+    assert "reused" not in compute_layout(g, previous=before, collapsed={"layer1"}).stats
+    assert "reused" not in compute_layout(g, previous=before, sizes={"flatten": (400.0, 56.0)}).stats
