@@ -167,7 +167,7 @@ def _render(app, window, spec: str, options: dict, edits, args, size: tuple[int,
         window.canvas.zoom_by(1.0 / window.canvas.zoom())  # readable cards around the selected node
         window.canvas.center_on_node(window.selection.current())
     else:
-        window.fit()
+        window.canvas.show_start()  # what a user sees on opening: readable cards, not a tiny overview
     settle(app, 0.3)
     if not window.grab().save(str(out)):
         raise ScriptError(f"--screenshot: could not write {out}")
