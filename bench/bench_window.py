@@ -140,6 +140,36 @@ def main(argv: list[str]) -> int:
         win.history.refresh()
         history.append(time.perf_counter() - t)
 
+    # The core's share of an edit, alone: the canvas's incremental layout and the Run pane's diff.
+    from fxstudio.core.graph_diff import GraphDiffer, graph_diff
+    from fxstudio.core.layout import compute_layout
+
+    layout_const, layout_rewire, diff_inc, diff_full = [], [], [], []
+    differ = GraphDiffer(doc.original)
+    differ.diff(doc.edited)
+    events = []
+    unsubscribe = doc.subscribe(events.append)
+    for i in range(3):
+        base = compute_layout(doc.edited.graph)
+        for node, value, out in ((relus[i], "False", layout_const),
+                                 (adds[2 + i], f"%{adds[2 + i].args[0].all_input_nodes[0].name}", layout_rewire)):
+            events.clear()
+            doc.apply_edit({"op": "set_arg", "node": node.name, "key": 1, "value": value})
+            t = time.perf_counter()
+            compute_layout(doc.edited.graph, previous=base)
+            out.append(time.perf_counter() - t)
+            ev = events[-1]
+            t = time.perf_counter()
+            differ.update(doc.edited, ev.added | ev.removed | ev.changed, doc.node)
+            diff_inc.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            graph_diff(doc.original, doc.edited)
+            diff_full.append(time.perf_counter() - t)
+            doc.undo()
+            differ.diff(doc.edited)
+    unsubscribe()
+    _settle(app)
+
     code = []
     for _ in range(3):
         doc.apply_edit({"op": "set_arg", "node": adds[1].name, "key": 1, "value": f"%{adds[1].args[0].all_input_nodes[0].name}"})
@@ -157,6 +187,10 @@ def main(argv: list[str]) -> int:
         ("set_arg rewire → window redrawn", _ms(edit), TARGET_MS),
         ("undo of it → window redrawn", _ms(undo), TARGET_MS),
         ("  of which: window chrome + journal (title, status, autosave)", _ms(chrome), None),
+        ("  canvas incremental layout alone, constant edit (core)", _ms(layout_const), None),
+        ("  canvas incremental layout alone, rewire (core)", _ms(layout_rewire), None),
+        ("  Run pane diff per edit (incremental update)", _ms(diff_inc), None),
+        ("  full graph_diff (what the Run pane did per edit before)", _ms(diff_full), None),
         ("autosave journal write alone", _ms(writes), None),
         ("table dock refresh (when shown)", _ms(table), None),
         ("history dock refresh", _ms(history), None),
