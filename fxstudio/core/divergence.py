@@ -422,10 +422,9 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
                 reference = snapshots.pop(counterpart) if counterpart in snapshots else orig.interp.env[counterpart]
                 value = edit.interp.env[enode]
                 if (type(reference) is torch.Tensor and type(value) is torch.Tensor
-                        and (reference is value or (reference.dtype == value.dtype and reference.shape == value.shape
-                                                    and reference.device == value.device
-                                                    and fast_equal(reference, value)))):
-                    diff = None  # bitwise equal, the common case: one pass, no TensorDiff
+                        and reference.dtype == value.dtype and reference.shape == value.shape
+                        and reference.device == value.device and fast_equal(reference, value)):
+                    diff = None  # equal (torch.equal), the common case: one pass, no TensorDiff
                 else:
                     diff = diff_values(reference, value, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
                 del value

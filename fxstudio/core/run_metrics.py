@@ -166,9 +166,10 @@ def diff_values(ref: Any, new: Any, *, rtol: float, atol: float, with_rel: bool 
     mismatch when the structures differ.
     """
     if isinstance(ref, torch.Tensor) and isinstance(new, torch.Tensor):
-        if ref is new or (ref.dtype == new.dtype and ref.shape == new.shape and ref.device == new.device
-                          and fast_equal(ref, new)):
-            # Bitwise equal (the common case of a node-by-node run): one pass, no conversions.
+        if (ref.dtype == new.dtype and ref.shape == new.shape and ref.device == new.device
+                and fast_equal(ref, new)):
+            # Equal as torch.equal says (the common case of a node-by-node run): one pass, no
+            # conversions. Not ``ref is new``: a tensor holding a NaN is not equal to itself.
             return TensorDiff(0.0, 0.0, 0.0, True, 1.0, True)
         if ref.device != new.device:
             new = new.to(ref.device)

@@ -119,6 +119,8 @@ def test_equal_nans_are_never_equal_and_signed_zeros_are_equal():
     assert rows["log"].status == "diverged" and rows["log"].max_abs == 0.0 and rows["log"].score == math.inf
     assert rows["mul"].status == "diverged"
     assert rows["x"].status == "equal"
+    nan = torch.tensor([math.nan, 1.0])
+    assert not diff_values(nan, nan, rtol=1e-5, atol=1e-6).equal  # not even the same tensor object
     assert fast_equal(torch.tensor([0.0]), torch.tensor([-0.0]))
     assert diff_values(torch.tensor([0.0]), torch.tensor([-0.0]), rtol=0, atol=0).equal
 
