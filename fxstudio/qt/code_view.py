@@ -14,6 +14,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from fxstudio.qt.code_editor import CodeEditor
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.selection import SelectionModel
 
@@ -58,7 +59,7 @@ class CodeView(QWidget):
         super().__init__(parent)
         self.selection = selection
         self.doc = None
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(lambda _e: self.lazy.request())
         self._line_of: dict[str, int] = {}
         self._node_at: dict[int, str] = {}
         self._source_file: Path | None = None
@@ -87,13 +88,10 @@ class CodeView(QWidget):
 
     def set_document(self, doc) -> None:
         """Show ``doc`` (or nothing) and follow its events."""
-        if self._unsubscribe:
-            self._unsubscribe()
-            self._unsubscribe = None
         self.doc = doc
+        self._subscription.follow(doc)
         self._source_file = None
         if doc is not None:
-            self._unsubscribe = doc.subscribe(lambda _e: self.lazy.request())
             path = doc.loaded.path
             if path is not None and Path(path).suffix == ".py":
                 self._load_source(Path(path))

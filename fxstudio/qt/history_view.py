@@ -6,6 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.selection import SelectionModel
 
@@ -20,7 +21,7 @@ class HistoryView(QWidget):
     def __init__(self, selection: SelectionModel | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.doc = None
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(lambda _event: self.lazy.request())
         self._updating = False
         self.list = QListWidget(self)
         self.list.setObjectName("historyList")
@@ -34,12 +35,8 @@ class HistoryView(QWidget):
 
     def set_document(self, doc) -> None:
         """Show ``doc``'s history (or nothing) and follow its events."""
-        if self._unsubscribe:
-            self._unsubscribe()
-            self._unsubscribe = None
         self.doc = doc
-        if doc is not None:
-            self._unsubscribe = doc.subscribe(lambda _event: self.lazy.request())
+        self._subscription.follow(doc)
         self.lazy.request()
         self.lazy.flush()
 

@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.selection import SelectionModel
 
@@ -28,7 +29,7 @@ class ProblemsView(QWidget):
         super().__init__(parent)
         self.selection = selection
         self.doc = None
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(lambda _e: self.lazy.request())
         self.lint_message = ""
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("problemsTree")
@@ -63,15 +64,12 @@ class ProblemsView(QWidget):
 
     def set_document(self, doc) -> None:
         """Start over for ``doc``: its load notes and its lint verdict."""
-        if self._unsubscribe:
-            self._unsubscribe()
-            self._unsubscribe = None
         self.doc = doc
+        self._subscription.follow(doc)
         self.tree.clear()
         if doc is not None:
             for note in doc.loaded.notes:
                 self.add("info", "load", str(note))
-            self._unsubscribe = doc.subscribe(lambda _e: self.lazy.request())
         self.relint()
 
     def relint(self) -> None:

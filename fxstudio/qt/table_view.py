@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QLineEdit,
 
 from fxstudio.core.argsyntax import format_value
 from fxstudio.core.targets import format_target
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.selection import SelectionModel
 
@@ -113,7 +114,7 @@ class TableView(QWidget):
         super().__init__(parent)
         self.selection = selection
         self.doc = None
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(lambda _e: self.lazy.request())
         self._syncing = False
         self.model = GraphTableModel(self)
         self.proxy = QSortFilterProxyModel(self)
@@ -162,12 +163,8 @@ class TableView(QWidget):
 
     def set_document(self, doc) -> None:
         """Show ``doc`` (or nothing) and follow its events."""
-        if self._unsubscribe:
-            self._unsubscribe()
-            self._unsubscribe = None
         self.doc = doc
-        if doc is not None:
-            self._unsubscribe = doc.subscribe(lambda _e: self.lazy.request())
+        self._subscription.follow(doc)
         self.lazy.request()
         if self.isVisible():
             self.lazy.flush()
