@@ -24,7 +24,7 @@ from fxstudio.core.layout_metrics import count_crossings, overlapping_pairs, upw
 from fxstudio.core.layout_types import EdgeRoute, Layout, NodeBox
 
 REAL_MODELS = [("residual_cnn.py", "fx"), ("residual_cnn.py", "export"), ("transformer_block.py", "fx"),
-               ("transformer_block.py", "export"), ("conv_bn_relu.py", "export")]
+               ("transformer_block.py", "export"), ("conv_bn_relu.py", "export"), ("two_linear.py", "export")]
 
 
 def to_dot(layout: Layout) -> str:

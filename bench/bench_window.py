@@ -170,6 +170,30 @@ def main(argv: list[str]) -> int:
     unsubscribe()
     _settle(app)
 
+    # The canvas's whole redraw of a rewire (incremental layout + item diff), and its item diff
+    # alone (``show_graph`` on the new layout): only the items whose geometry or text changed.
+    canvas_redraw, scene_sync, touched = [], [], []
+    scene = win.canvas.canvas_scene
+    show_graph = scene.show_graph
+
+    def timed_show_graph(*a, **k):
+        t0 = time.perf_counter()
+        show_graph(*a, **k)
+        scene_sync.append(time.perf_counter() - t0)
+
+    scene.show_graph = timed_show_graph
+    for i in range(repeats):
+        node = adds[len(adds) // 3 + i]
+        doc.apply_edit({"op": "set_arg", "node": node.name, "key": 1, "value": f"%{node.args[0].all_input_nodes[0].name}"})
+        t = time.perf_counter()
+        win.canvas.flush()
+        canvas_redraw.append(time.perf_counter() - t)
+        touched.append(sum(v for k, v in scene.last_update.items() if k != "incremental"))
+        doc.undo()
+        win.canvas.flush()
+    del scene.show_graph
+    _settle(app)
+
     code = []
     for _ in range(3):
         doc.apply_edit({"op": "set_arg", "node": adds[1].name, "key": 1, "value": f"%{adds[1].args[0].all_input_nodes[0].name}"})
@@ -189,6 +213,9 @@ def main(argv: list[str]) -> int:
         ("  of which: window chrome + journal (title, status, autosave)", _ms(chrome), None),
         ("  canvas incremental layout alone, constant edit (core)", _ms(layout_const), None),
         ("  canvas incremental layout alone, rewire (core)", _ms(layout_rewire), None),
+        ("  canvas redraw alone, rewire (layout + item diff)", _ms(canvas_redraw), None),
+        (f"  canvas item diff alone, rewire (show_graph; {int(statistics.median(touched))} items touched)",
+         _ms(scene_sync[::2]), None),
         ("  Run pane diff per edit (incremental update)", _ms(diff_inc), None),
         ("  full graph_diff (what the Run pane did per edit before)", _ms(diff_full), None),
         ("autosave journal write alone", _ms(writes), None),

@@ -19,7 +19,7 @@ import torch.fx
 
 from fxstudio.core.graph_model import GraphArrays, extract_graph, to_networkx  # noqa: F401 (re-exported)
 from fxstudio.core.layout_coords import assign_x, band_tops
-from fxstudio.core.layout_crossings import reduce_crossings, sweep_layers
+from fxstudio.core.layout_crossings import best_of_starts, reduce_crossings, sweep_layers
 from fxstudio.core.layout_groups import (build_groups, class_names, collapse_owner, frame_gaps, frame_members,
                                          frame_structure, group_plan)
 from fxstudio.core.layout_layers import add_dummies, assign_layers, sorted_unique
@@ -262,6 +262,8 @@ def compute_layout(
         if total <= SWEEP_LIMIT and sweeps:
             pos = sweep_layers(all_layer, seg_src, seg_dst, pos, sweeps=sweeps)
             stamp("crossings (sweeps)")
+            pos = best_of_starts(all_layer, seg_src, seg_dst, pos, sweeps=sweeps)
+            stamp("crossings (other starts)")
         x = assign_x(all_layer, pos, all_w, gaps, is_dummy, heavy, seg_src, seg_dst)
         stamp("coordinates")
         if total:

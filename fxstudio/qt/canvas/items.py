@@ -113,6 +113,7 @@ class NodeCard(QGraphicsItem):
         self.diff_color: QColor | None = None
         self._face: _Face | None = None
         self._rect = QRectF()
+        self.box_key: tuple | None = None   # (x, y, w, h) of the layout box last applied (the scene's diff)
         self.setZValue(2)
         self.setToolTip(self.default_tooltip())
         self.set_box(box)
@@ -125,6 +126,7 @@ class NodeCard(QGraphicsItem):
             self._rect = QRectF(0, 0, box.w, box.h)
             self._face = None
         self.setPos(box.x, box.y)
+        self.box_key = (box.x, box.y, box.w, box.h)
 
     def size(self) -> tuple[float, float]:
         """(width, height) of the card."""

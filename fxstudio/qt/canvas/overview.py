@@ -8,6 +8,8 @@ nodes are drawn over it with a minimum on-screen size, so search hits stay visib
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
@@ -32,12 +34,13 @@ class OverviewItem(QGraphicsItem):
         self._pending = None
         self.highlights: dict[str, str] = {}
 
-    def set_layout(self, layout: Layout, ops: dict[str, str]) -> None:
+    def set_layout(self, layout: Layout, ops: dict[str, str],
+                   box: tuple[float, float, float, float] | None = None) -> None:
         """Show ``layout``; ``ops`` gives each node's op kind (for its colour). The drawing is
         prepared when first needed (most edits happen zoomed in, where the overview is hidden)."""
         self.prepareGeometryChange()
         self._pending = (layout, ops)
-        x0, y0, x1, y1 = bounds(layout)
+        x0, y0, x1, y1 = bounds(layout) if box is None else box
         self._bounds = QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-20, -20, 20, 20)
         self.update()
 
@@ -115,5 +118,11 @@ def bounds(layout: Layout) -> tuple[float, float, float, float]:
     boxes = list(layout.nodes.values()) + list(layout.groups.values())
     if not boxes:
         return (0.0, 0.0, 0.0, 0.0)
-    return (min(b.x for b in boxes), min(b.y for b in boxes),
-            max(b.x + b.w for b in boxes), max(b.y + b.h for b in boxes))
+    xs = np.fromiter(map(_X, boxes), float, len(boxes))
+    ys = np.fromiter(map(_Y, boxes), float, len(boxes))
+    ws = np.fromiter(map(_W, boxes), float, len(boxes))
+    hs = np.fromiter(map(_H, boxes), float, len(boxes))
+    return (float(xs.min()), float(ys.min()), float((xs + ws).max()), float((ys + hs).max()))
+
+
+_X, _Y, _W, _H = (attrgetter(a) for a in "xywh")

@@ -120,6 +120,10 @@ class CanvasScene(QGraphicsScene):
         self.by_id: dict[int, NodeCard] = {}
         self.bounds = (0.0, 0.0, 0.0, 0.0)   # of the current layout
         self._overview_on = False
+        # What the last ``show_graph`` did: items created, moved/resized or re-texted, removed
+        # (per kind), and whether it was an incremental update. Tests and the bench read it.
+        self.last_update: dict = {}
+        self._touched_cards: set[str] = set()   # cards added/moved/re-texted/removed by the last update
         self.overview = OverviewItem()
         self.overview.setVisible(False)
         self.addItem(self.overview)
@@ -151,12 +155,16 @@ class CanvasScene(QGraphicsScene):
         existing cards only move."""
         self.graph_module = gm
         self.layout = layout
+        self.last_update = dict.fromkeys(
+            ("cards_added", "cards_moved", "cards_retexted", "cards_removed", "groups_added", "groups_moved",
+             "groups_removed", "edges_added", "edges_rerouted", "edges_removed"), 0)
+        self.last_update["incremental"] = refresh is not None
         nodes = {n.name: n for n in gm.graph.nodes}
         self._sync_cards(nodes, layout, id_of, refresh)
         self._sync_groups(layout)
         self._sync_edges(nodes, layout, refresh)
-        self.overview.set_layout(layout, {name: c.info.op for name, c in self.cards.items()})
         x0, y0, x1, y1 = self.bounds = bounds(layout)
+        self.overview.set_layout(layout, {name: c.info.op for name, c in self.cards.items()}, self.bounds)
         m = 200.0
         self.setSceneRect(QRectF(x0 - m, y0 - m, (x1 - x0) + 2 * m, (y1 - y0) + 2 * m))
         self.layout_changed.emit()
@@ -175,30 +183,55 @@ class CanvasScene(QGraphicsScene):
         self.layout_changed.emit()
 
     def _sync_cards(self, nodes, layout: Layout, id_of, refresh) -> None:
+        # Each card remembers the box it was last placed at (``box_key``), so an unchanged card
+        # costs a tuple comparison and no call into Qt.
+        old = self.cards
         keep = {}
+        stats = self.last_update
+        touched = self._touched_cards = set()
+        ids_changed = False
         for name, box in layout.nodes.items():
-            node = nodes.get(name)
-            if node is None:
+            if name not in nodes:
                 continue
-            card = self.cards.pop(name, None)
+            card = old.get(name)
+            key = (box.x, box.y, box.w, box.h)
             if card is None:
+                node = nodes[name]
                 card = NodeCard(card_info(node, id_of(node), self.graph_module), box)
+                card.box_key = key
                 self._add(card)
+                stats["cards_added"] += 1
+                touched.add(name)
+                ids_changed = True
             else:
                 if refresh is None or name in refresh:
+                    node = nodes[name]
                     info = card_info(node, id_of(node), self.graph_module)
                     if card.info != info:
+                        ids_changed |= info.node_id != card.info.node_id
                         card.set_info(info)
-                if (box.x, box.y) != (card.x(), card.y()) or (box.w, box.h) != card.size():
-                    card.set_box(box)
+                        stats["cards_retexted"] += 1
+                        touched.add(name)
+                if card.box_key != key:
+                    if (box.x, box.y) != (card.x(), card.y()) or (box.w, box.h) != card.size():
+                        card.set_box(box)
+                        stats["cards_moved"] += 1
+                        touched.add(name)
+                    card.box_key = key
             keep[name] = card
-        for card in self.cards.values():
-            self.removeItem(card)
+        if len(keep) != len(old) or stats["cards_added"]:
+            for name in old.keys() - keep.keys():
+                self.removeItem(old[name])
+                stats["cards_removed"] += 1
+                touched.add(name)
+                ids_changed = True
         self.cards = keep
-        self.by_id = {c.info.node_id: c for c in keep.values()}
+        if ids_changed or len(self.by_id) != len(keep):
+            self.by_id = {c.info.node_id: c for c in keep.values()}
 
     def _sync_groups(self, layout: Layout) -> None:
         frames, gcards = {}, {}
+        stats = self.last_update
         # A frame around the calls of one leaf submodule only repeats what its cards say.
         called = {str(n.target) for n in self.graph_module.graph.nodes if n.op == "call_module"}
         parents = {p.rsplit(".", 1)[0] for p in layout.groups if "." in p}
@@ -209,42 +242,59 @@ class CanvasScene(QGraphicsScene):
                 if item is None:
                     item = GroupCard(g)
                     self._add(item)
-                else:
+                    stats["groups_added"] += 1
+                elif item.group is not g and item.group != g:
                     item.set_group(g)
+                    stats["groups_moved"] += 1
                 gcards[path] = item
             elif path not in leaves:
                 item = self.frames.pop(path, None)
                 if item is None:
                     item = GroupFrame(g)
                     self._add(item)
-                else:
+                    stats["groups_added"] += 1
+                elif item.group is not g and item.group != g:
                     item.set_group(g)
+                    stats["groups_moved"] += 1
                 frames[path] = item
         for item in list(self.frames.values()) + list(self.group_cards.values()):
             self.removeItem(item)
+            stats["groups_removed"] += 1
         self.frames, self.group_cards = frames, gcards
 
     def _sync_edges(self, nodes, layout: Layout, refresh) -> None:
-        keep = {}
+        # Updated in place: an unchanged edge costs a key, a lookup and a route comparison.
+        edges = self.edges
         seen: dict[tuple, int] = {}
         labelled: set[str] = set()
         cards = self.cards
+        boxes = layout.nodes
+        stats = self.last_update
+        touched = self._touched_cards
+        found = 0
         for route in layout.edges:
             base = (route.src, route.dst, route.key)
-            k = base + (seen.get(base, 0),)
-            seen[base] = k[3] + 1
-            item = self.edges.pop(k, None)
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            k = base + (n,)
+            item = edges.get(k)
+            if item is not None:
+                found += 1
+                if (refresh is not None and route.src not in refresh and route.dst not in touched
+                        and item.source_points == route.points):
+                    # Same route into the same (unmoved, unchanged) card, same source: nothing to redo.
+                    item.route = route
+                    if item.label:
+                        labelled.add(route.src)
+                    continue
             card = cards.get(route.dst)
-            anchor = (card.x(), card.y(), card.size(), id(card.info)) if card is not None else None
-            if (item is not None and refresh is not None and route.src not in refresh
-                    and item.anchor == anchor and item.source_points == route.points):
-                # Same route into the same port, same source: nothing to redo.
-                item.route = route
-                if item.label:
-                    labelled.add(route.src)
-                keep[k] = item
-                continue
-            points = self._port_route(route, k[3])
+            # The card sits at its layout box (``_sync_cards``).
+            if card is not None:
+                box = boxes[route.dst]
+                anchor = (box.x, box.y, box.w, box.h, id(card.info))
+            else:
+                anchor = None
+            points = self._port_route(route, n)
             src = nodes.get(route.src)
             # One shape label per source: its other out-edges carry the same tensor.
             label = edge_label(src) if src is not None and route.src not in labelled else ""
@@ -253,16 +303,22 @@ class CanvasScene(QGraphicsScene):
             if item is None or item.label != label:
                 if item is not None:
                     self.removeItem(item)
+                    stats["edges_removed"] += 1
                 item = EdgeItem(route, points, label)
                 self._add(item)
+                stats["edges_added"] += 1
             else:
                 item.route = route
-                item.set_points(points)
+                if tuple(points) != item.points:
+                    item.set_points(points)
+                    stats["edges_rerouted"] += 1
             item.source_points, item.anchor = route.points, anchor
-            keep[k] = item
-        for item in self.edges.values():
-            self.removeItem(item)
-        self.edges = keep
+            edges[k] = item
+        if found < len(edges) - stats["edges_added"] + stats["edges_removed"]:
+            # Some previous edges have no route any more.
+            for k in [k for k in edges if seen.get(k[:3], 0) <= k[3]]:
+                self.removeItem(edges.pop(k))
+                stats["edges_removed"] += 1
 
     def _port_route(self, route, occurrence: int) -> list[tuple[float, float]]:
         """The route with its end moved onto the matching input port of the card it feeds."""

@@ -27,6 +27,7 @@ from fxstudio.qt.selection import SelectionModel
 MIN_SCALE, MAX_SCALE = 0.003, 4.0
 ZOOM_STEP = 1.25
 READABLE_ZOOM = 0.8   # opening zoom for graphs too tall to read when fitted
+MINIMAP_DELAY_MS = 150   # minimap repaint after an incremental redraw (see _layout_changed)
 
 
 class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
@@ -72,6 +73,12 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
 
         self.minimap = Minimap(self)
         self.minimap.navigate.connect(self.centerOn)
+        # After an incremental redraw the thumbnail (one rectangle per card: ~0.1 s at 10k nodes)
+        # is repainted a little later, so the first paint after an edit does not wait for it.
+        self._minimap_timer = QTimer(self)
+        self._minimap_timer.setSingleShot(True)
+        self._minimap_timer.setInterval(MINIMAP_DELAY_MS)
+        self._minimap_timer.timeout.connect(self._redraw_minimap)
         self.search_bar = SearchBar(self)
         self.search_bar.pattern_changed.connect(self.search)
         self.search_bar.next_requested.connect(self.next_match)
@@ -466,11 +473,20 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self._place_legend()
 
     def _layout_changed(self) -> None:
+        if self.canvas_scene.last_update.get("incremental") and self.canvas_scene.layout is not None:
+            self._minimap_timer.start()
+        else:
+            self._minimap_timer.stop()
+            self._redraw_minimap()
+        self._update_scroll_area()
+        self._view_moved()
+
+    def _redraw_minimap(self) -> None:
+        """Repaint the minimap's thumbnail from the scene's current layout."""
+        self._minimap_timer.stop()
         x0, y0, x1, y1 = self.canvas_scene.bounds
         ops = {name: card.info.op for name, card in self.canvas_scene.cards.items()}
         self.minimap.set_layout(self.canvas_scene.layout, QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-40, -40, 40, 40), ops)
-        self._update_scroll_area()
-        self._view_moved()
 
     def _view_moved(self, *_):
         visible = self.mapToScene(self.viewport().rect()).boundingRect()

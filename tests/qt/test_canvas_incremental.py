@@ -1,0 +1,83 @@
+"""After an edit the canvas touches only the items whose geometry or text changed (issue 6)."""
+
+from __future__ import annotations
+
+import torch
+
+from fxstudio.core import synthetic
+from fxstudio.core.document import Document
+from fxstudio.core.model import LoadedModel
+from fxstudio.qt.canvas.scene import CanvasScene
+from fxstudio.qt.canvas.view import GraphCanvas
+from fxstudio.qt.selection import SelectionModel
+from tests.qt.canvas_support import settle
+
+
+def _canvas(qtbot, n_nodes: int = 2_000):
+    gm = synthetic.as_graph_module(synthetic.make_graph("skip_chain", n_nodes))
+    doc = Document(LoadedModel(path=None, kind="py", module=gm, graph_module=gm,
+                               example_inputs=(torch.zeros(synthetic.BATCH, synthetic.D),)))
+    canvas = GraphCanvas(SelectionModel())
+    qtbot.addWidget(canvas)
+    canvas.resize(900, 700)
+    canvas.show()
+    canvas.set_document(doc)
+    return canvas, doc
+
+
+def _snapshot(scene: CanvasScene):
+    cards = {name: (c.x(), c.y(), c.size(), c.info) for name, c in scene.cards.items()}
+    edges = {k: (e.points, e.label) for k, e in scene.edges.items()}
+    frames = {p: (f.x(), f.y(), f.group) for p, f in scene.frames.items()}
+    return cards, edges, frames
+
+
+def _fresh(canvas: GraphCanvas) -> CanvasScene:
+    scene = CanvasScene()
+    scene.show_graph(canvas.document.edited, canvas.canvas_scene.layout, canvas.document.id_of)
+    return scene
+
+
+def _rewire(doc: Document, which: int) -> None:
+    adds = [n for n in doc.edited.graph.nodes if n.op == "call_function" and n.name.startswith("add")]
+    node = adds[which]
+    doc.apply_edit({"op": "set_arg", "node": node.name, "key": 1,
+                    "value": f"%{node.args[0].all_input_nodes[0].name}"})
+
+
+def test_a_rewire_touches_few_items_and_matches_a_fresh_build(qtbot):
+    canvas, doc = _canvas(qtbot)
+    scene = canvas.canvas_scene
+    assert scene.last_update["incremental"] is False
+    n_cards, n_edges = len(scene.cards), len(scene.edges)
+    assert n_cards > 1500
+    before_items = {name: id(c) for name, c in scene.cards.items()}
+
+    _rewire(doc, len([n for n in doc.edited.graph.nodes if n.name.startswith("add")]) // 2)
+    settle(qtbot, canvas)
+    u = scene.last_update
+    assert u["incremental"] is True
+    touched = (u["cards_added"] + u["cards_moved"] + u["cards_retexted"] + u["cards_removed"]
+               + u["edges_added"] + u["edges_rerouted"] + u["edges_removed"]
+               + u["groups_added"] + u["groups_moved"] + u["groups_removed"])
+    # One edge moved and a long edge appeared: a handful of items, not thousands.
+    assert 0 < touched < 40, u
+    assert u["cards_added"] == u["cards_removed"] == 0
+    # Untouched cards are the same objects.
+    assert sum(id(c) == before_items[name] for name, c in scene.cards.items()) == n_cards
+
+    assert _snapshot(scene) == _snapshot(_fresh(canvas))
+
+    doc.undo()
+    settle(qtbot, canvas)
+    assert scene.last_update["incremental"] is True
+    assert _snapshot(scene) == _snapshot(_fresh(canvas))
+
+
+def test_minimap_follows_an_incremental_redraw_after_a_short_delay(qtbot):
+    canvas, doc = _canvas(qtbot, 600)
+    image = canvas.minimap._image
+    _rewire(doc, 3)
+    settle(qtbot, canvas)
+    qtbot.waitUntil(lambda: canvas.minimap._image is not image and not canvas._minimap_timer.isActive(),
+                    timeout=3000)
