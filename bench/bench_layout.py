@@ -167,12 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     for kind in ("skip_chain", "transformer", "exported"):
         for n in sizes:
             graph = synthetic.make_graph(kind, n)
-            bench(f"{kind} {n // 1000}k", graph, "big", repeats=1)
+            bench(f"{kind} {n // 1000}k", graph, "big", repeats=3)
     huge = 20000 if args.quick else 100000
     graph = synthetic.make_graph("exported", huge)
     layout = bench(f"exported {huge // 1000}k", graph, "huge", repeats=1, dot=False)
     top = frozenset(p for p in layout.groups if p.count(".") == 1)
-    seconds, collapsed_layout = time_layout(graph, 1, collapsed=top)
+    seconds, collapsed_layout = time_layout(graph, 3, collapsed=top)
     rows.append((f"exported {huge // 1000}k, layers collapsed", len(graph.nodes), seconds,
                  CPU_TIMES[id(collapsed_layout)], None, None, None, None, False))
     print(f"exported {huge // 1000}k collapsed by layer: {fmt_s(seconds, timeout)}")

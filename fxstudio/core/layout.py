@@ -10,6 +10,7 @@ graph and arguments give the same layout.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from typing import Callable, Mapping
@@ -188,6 +189,18 @@ def compute_layout(
     ``sizes``: card sizes by node name (dict or callable returning (w, h) or None); default from
     the label length. Every edge points downward, no cards overlap.
     """
+    # The layout allocates hundreds of thousands of short-lived objects and frees them without
+    # cycles; the cyclic collector would rescan the whole open model each time (10-25% of the run).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _compute_layout(graph, collapsed=collapsed, previous=previous, sizes=sizes, sweeps=sweeps)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None, sizes: Sizes, sweeps: int) -> Layout:
     t0 = time.perf_counter()
     ga = extract_graph(graph)
     stamp = _Stamps(t0)
