@@ -409,29 +409,41 @@ def _label_anchor(poly: QPolygonF) -> QPointF:
     return (poly[best] + poly[best + 1]) / 2
 
 
-class GroupFrame(QGraphicsItem):
-    """The frame of an expanded module group, with its label and a collapse toggle."""
+class _GroupItem(QGraphicsItem):
+    """What a module frame and a collapsed module card share: a box from a ``GroupBox`` and a toggle."""
 
-    def __init__(self, group: GroupBox):
+    MARGIN = 1.0  # pen overhang beyond the box
+    TOGGLE_TOP = 3.0  # the toggle's offset from the box's top edge
+
+    def __init__(self, group: GroupBox, z: float):
         super().__init__()
         self.group = group
-        self.setZValue(-10 + min(group.depth, 9) * 0.1)
+        self.setZValue(z)
         self.set_group(group)
 
     def set_group(self, group: GroupBox) -> None:
-        """Move/resize the frame to ``group``."""
+        """Move/resize the item to ``group``."""
         self.prepareGeometryChange()
         self.group = group
         self._rect = QRectF(0, 0, group.w, group.h)
         self.setPos(group.x, group.y)
 
     def boundingRect(self) -> QRectF:  # noqa: N802 (Qt override)
-        """The frame's rectangle."""
-        return self._rect.adjusted(-1, -1, 1, 1)
+        """The box and its pen's overhang."""
+        m = self.MARGIN
+        return self._rect.adjusted(-m, -m, m, m)
 
     def toggle_rect(self) -> QRectF:
-        """Scene rectangle of the collapse toggle (top-left corner)."""
-        return QRectF(self.scenePos() + QPointF(5, 3), self.scenePos() + QPointF(5 + st.TOGGLE, 3 + st.TOGGLE))
+        """Scene rectangle of the collapse/expand toggle (top-left corner)."""
+        top_left = self.scenePos() + QPointF(5, self.TOGGLE_TOP)
+        return QRectF(top_left, top_left + QPointF(st.TOGGLE, st.TOGGLE))
+
+
+class GroupFrame(_GroupItem):
+    """The frame of an expanded module group, with its label and a collapse toggle."""
+
+    def __init__(self, group: GroupBox):
+        super().__init__(group, -10 + min(group.depth, 9) * 0.1)
 
     def paint(self, painter: QPainter, option, widget=None) -> None:
         """Paint the item (Qt override); cheap at low zoom."""
@@ -454,30 +466,15 @@ class GroupFrame(QGraphicsItem):
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
 
 
-class GroupCard(QGraphicsItem):
+class GroupCard(_GroupItem):
     """A collapsed module group shown as one card, with an expand toggle."""
 
+    MARGIN = 2.0
+    TOGGLE_TOP = 4.0
+
     def __init__(self, group: GroupBox):
-        super().__init__()
-        self.group = group
+        super().__init__(group, 2)
         self.selected = False
-        self.setZValue(2)
-        self.set_group(group)
-
-    def set_group(self, group: GroupBox) -> None:
-        """Move/resize the card to ``group``."""
-        self.prepareGeometryChange()
-        self.group = group
-        self._rect = QRectF(0, 0, group.w, group.h)
-        self.setPos(group.x, group.y)
-
-    def boundingRect(self) -> QRectF:  # noqa: N802 (Qt override)
-        """The card's rectangle."""
-        return self._rect.adjusted(-2, -2, 2, 2)
-
-    def toggle_rect(self) -> QRectF:
-        """Scene rectangle of the expand toggle."""
-        return QRectF(self.scenePos() + QPointF(5, 4), self.scenePos() + QPointF(5 + st.TOGGLE, 4 + st.TOGGLE))
 
     def paint(self, painter: QPainter, option, widget=None) -> None:
         """Paint the item (Qt override); cheap at low zoom."""
