@@ -13,36 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import best_time
-
-MODEL_TEMPLATE = '''
-import torch
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self, width):
-        super().__init__()
-        self.norm = nn.LayerNorm(width)
-        self.fc = nn.Linear(width, width)
-
-    def forward(self, x):
-        y = self.fc(self.norm(x))
-        return x + torch.relu(y) * 0.5
-
-
-class Deep(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.blocks = nn.Sequential(*[Block({width}) for _ in range({blocks})])
-
-    def forward(self, x):
-        return self.blocks(x)
-
-
-def example_inputs():
-    return (torch.randn(8, {width}),)
-'''
+from bench.common import best_time, deep_model_source
 
 
 def main(argv: list[str]) -> int:
@@ -56,7 +27,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         path = tmp / "deep_export_bench.py"
-        path.write_text(MODEL_TEMPLATE.format(width=32, blocks=blocks))
+        path.write_text(deep_model_source(width=32, blocks=blocks, batch=8))
         loaded = load_model(path)
         gm = loaded.graph_module
         nodes = len(gm.graph.nodes)

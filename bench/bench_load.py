@@ -12,41 +12,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import best_time
+from bench.common import best_time, deep_model_source
+
 
 import torch
 import torch.fx
-
-MODEL_TEMPLATE = '''
-import torch
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self, width):
-        super().__init__()
-        self.norm = nn.LayerNorm(width)
-        self.fc = nn.Linear(width, width)
-
-    def forward(self, x):
-        y = self.fc(self.norm(x))
-        y = torch.relu(y) * 0.5
-        return x + y
-
-
-class Deep(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.blocks = nn.Sequential(*[Block({width}) for _ in range({blocks})])
-
-    def forward(self, x):
-        return self.blocks(x)
-
-
-def example_inputs():
-    return (torch.randn({batch}, {width}),)
-'''
-
 
 def main(argv: list[str]) -> int:
     """Write the model, time each step, print ratios and a markdown table."""
@@ -63,7 +33,7 @@ def main(argv: list[str]) -> int:
     width, batch = 64, 32
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "deep_bench.py"
-        path.write_text(MODEL_TEMPLATE.format(width=width, blocks=blocks, batch=batch))
+        path.write_text(deep_model_source(width=width, blocks=blocks, batch=batch))
         torch.set_grad_enabled(False)
         torch.set_num_threads(1)  # steadier figures on a shared machine; same for every step
         loaded = load_model(path)

@@ -35,3 +35,39 @@ def synthetic_document(n_nodes: int, kind: str = "skip_chain"):
     loaded = LoadedModel(path=None, kind="py", module=gm, graph_module=gm,
                          example_inputs=(torch.zeros(synthetic.BATCH, synthetic.D),))
     return Document(loaded)
+
+
+DEEP_MODEL_TEMPLATE = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        y = self.fc(self.norm(x))
+        y = torch.relu(y) * 0.5
+        return x + y
+
+
+class Deep(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block({width}) for _ in range({blocks})])
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+def example_inputs():
+    return (torch.randn({batch}, {width}),)
+'''
+
+
+def deep_model_source(*, width: int, blocks: int, batch: int) -> str:
+    """Source of a model file: ``blocks`` residual LayerNorm+Linear blocks (5 graph nodes each)."""
+    return DEEP_MODEL_TEMPLATE.format(width=width, blocks=blocks, batch=batch)
