@@ -20,9 +20,11 @@ import torch
 import torch.fx
 import torch.utils._pytree
 
+from fxstudio.core import divergence_codegen as codegen
+from fxstudio.core.divergence_codegen import Unsupported
 from fxstudio.core.errors import RunError
 from fxstudio.core.graph_diff import match_key
-from fxstudio.core.run_metrics import diff_values, fast_equal, reseed
+from fxstudio.core.run_metrics import diff_values, fast_equal, node_diff, reseed
 from fxstudio.core.same_computation import same_computation
 from fxstudio.core.targets import format_target as targets_format_target
 
@@ -318,7 +320,8 @@ def _failure(graph: str, node: torch.fx.Node, exc: BaseException, node_id: int |
 
 def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...], *,
                    rtol: float, atol: float, match: str = "id", progress: ProgressFn | None = None,
-                   cancel: CancelFn | None = None, seed: int | None = 0, share: bool = True) -> DivergenceResult:
+                   cancel: CancelFn | None = None, seed: int | None = 0, share: bool = True,
+                   engine: str = "auto") -> DivergenceResult:
     """Run both graphs on ``args`` in lockstep and compare every matched node's value.
 
     With ``share``, an edited node that provably computes its counterpart's value (same op and
@@ -326,8 +329,129 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
     again: it takes the original's value and is reported ``equal`` with ``shared`` set. Sharing is
     off when a graph has in-place ops. Raises ``RunCancelled`` when ``cancel()`` turns true; an
     exception in a node is returned as ``result.failure`` (the run stops there), not raised.
+
+    ``engine``: ``"generated"`` runs the schedule as one generated function
+    (``divergence_codegen``), ``"interpreter"`` steps two ``torch.fx.Interpreter`` instances;
+    ``"auto"`` (default) uses the generated one unless a graph may write in place or holds
+    something it cannot express. Both give the same result.
     """
+    if engine not in ("auto", "generated", "interpreter"):
+        raise ValueError(f"engine must be 'auto', 'generated' or 'interpreter', not {engine!r}")
     key = match_key(match)
+    if engine != "interpreter":
+        try:
+            return _run_generated(original, edited, args, match, key, rtol=rtol, atol=atol, progress=progress,
+                                  cancel=cancel, seed=seed, share=share)
+        except Unsupported:
+            if engine == "generated":
+                raise
+    return _run_interpreted(original, edited, args, key, rtol=rtol, atol=atol, progress=progress,
+                            cancel=cancel, seed=seed, share=share)
+
+
+def _reseed_for(args: tuple[Any, ...], seed: int | None) -> None:
+    if seed is not None:  # ops drawing random numbers see the same draws in both graphs
+        device = next((a.device for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)), "cpu")
+        reseed(seed, device)
+
+
+def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...],
+                   match: str, key: Callable[[torch.fx.Node], Any], *, rtol: float, atol: float, progress: ProgressFn | None,
+                   cancel: CancelFn | None, seed: int | None, share: bool) -> DivergenceResult:
+    """``run_divergence`` through a generated lockstep function (``divergence_codegen``)."""
+    onodes = list(original.graph.nodes)
+    enodes = list(edited.graph.nodes)
+    print_o, keep_o = codegen.fingerprint(onodes)
+    print_e, keep_e = codegen.fingerprint(enodes)
+    prints = (print_o, print_e)
+    sched = codegen.cached_schedule(original, edited, prints, match)
+    if sched is None:
+        okeys, ekeys = codegen.match_keys(print_o, match), codegen.match_keys(print_e, match)
+        sched = codegen.build_schedule(original, edited, onodes, enodes, match, okeys, ekeys, prints,
+                                       keep_o + keep_e, key, format_target,
+                                       lambda n: may_mutate(n, n.graph.owning_module, {}))
+        codegen.remember_schedule(edited, sched)
+    if sched.mutating:
+        raise Unsupported("a node may write in place")
+    graphs = {"original": original, "edited": edited}
+    modules = codegen.fetch_modules(sched, graphs)
+    shared = frozenset()
+    if share:
+        shared = codegen.shared_positions(sched, original, edited)
+    options = (shared, progress is not None, cancel is not None)
+    prog = sched.programs.get(options)
+    if prog is None:
+        prog = codegen.generate(sched, shared, progress is not None, cancel is not None)
+        if len(sched.programs) >= 4:
+            sched.programs.pop(next(iter(sched.programs)))
+        sched.programs[options] = prog
+    table = codegen.fetch_table(prog, sched, graphs, modules)
+    differing: dict[int, Any] = {}
+
+    def expected_equal(i: int, ref: Any, val: Any) -> None:
+        d = node_diff(ref, val, rtol=rtol, atol=atol, expect_equal=True)
+        if d is not None:
+            differing[i] = d
+
+    def expected_different(i: int, ref: Any, val: Any) -> None:
+        d = node_diff(ref, val, rtol=rtol, atol=atol, expect_equal=False)
+        if d is not None:
+            differing[i] = d
+
+    def check_cancel() -> None:
+        if cancel():
+            raise RunCancelled("The run was cancelled.")
+
+    oin = iter(original.graph.process_inputs(*args))
+    ein = iter(edited.graph.process_inputs(*args))
+    del modules
+    _reseed_for(args, seed)
+    failure = None
+    out_of_memory = False
+    stop = len(enodes)
+    with torch.no_grad():
+        try:
+            prog.fn(oin, ein, table, expected_equal, expected_different, check_cancel, progress)
+        except Exception as exc:  # noqa: BLE001 - a node's exception is reported, anything else raised
+            owner = codegen.failing_line(prog, exc)
+            if owner is None:
+                raise
+            graph, pos, stop = owner
+            node = (onodes if graph == "original" else enodes)[pos]
+            failure = _failure(graph, node, exc, node.meta.get("fxs_id"))
+            out_of_memory = _is_oom(exc)
+    del table, oin, ein
+    result = DivergenceResult(removed=list(sched.removed), failure=failure)
+    rows = result.nodes
+    for i in range(stop):
+        index, eid, name, op, target, counterpart = sched.rows[i]
+        if i in shared:
+            rows.append(NodeDivergence(index, eid, name, op, target, counterpart, "equal", 0.0, 0.0, shared=True))
+        elif counterpart is None:
+            rows.append(NodeDivergence(index, eid, name, op, target, None, "no_counterpart"))
+        elif i not in differing:
+            rows.append(NodeDivergence(index, eid, name, op, target, counterpart, "equal", 0.0, 0.0))
+        else:
+            d = differing[i]
+            row = NodeDivergence(index, eid, name, op, target, counterpart, "close" if d.allclose else "diverged",
+                                 d.max_abs, d.score, d.note)
+            if result.first is None and row.status == "diverged":
+                result.first = row
+            rows.append(row)
+    if failure is not None:
+        if failure.graph == "edited":
+            index, eid, name, op, target, counterpart = sched.rows[stop]
+            rows.append(NodeDivergence(index, eid, name, op, target, counterpart, "error", note=failure.message))
+        if out_of_memory:
+            _release_memory()
+    return result
+
+
+def _run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...],
+                     key: Callable[[torch.fx.Node], Any], *, rtol: float, atol: float,
+                     progress: ProgressFn | None, cancel: CancelFn | None, seed: int | None,
+                     share: bool) -> DivergenceResult:
+    """``run_divergence`` by two Interpreters stepped in lockstep (any graph, in-place ops included)."""
     orig = _Stepper(original)
     edit = _Stepper(edited)
     mutating = mutating_nodes(original, orig.interp.submodules)
@@ -365,9 +489,7 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             if n not in pending:
                 orig.release(n)
 
-    if seed is not None:  # ops drawing random numbers see the same draws in both graphs
-        device = next((a.device for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)), "cpu")
-        reseed(seed, device)
+    _reseed_for(args, seed)
     with torch.no_grad():
         while not edit.done():
             if cancel is not None and cancel():
@@ -452,6 +574,11 @@ def _cleanup(orig: _Stepper, edit: _Stepper, exc: BaseException) -> None:
     orig.interp.env.clear()
     edit.interp.env.clear()
     if _is_oom(exc):
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        _release_memory()
+
+
+def _release_memory() -> None:
+    """After an out-of-memory error: collect what the failed run left, return cached device memory."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

@@ -28,7 +28,7 @@ from fxstudio.core.export_modules import ImportNamer, constructor_expression, li
 from fxstudio.core.export_names import names_block
 
 # Names the generated file defines itself; globals of the forward code must not take them.
-FIXED_NAMES = {"torch", "nn", "Path", "get_model", "example_inputs", "WEIGHTS_FILE", "_attach",
+FIXED_NAMES = {"torch", "nn", "Path", "get_model", "example_inputs", "WEIGHTS_FILE", "_attach", "_tie",
                "FXSTUDIO_NODE_NAMES", "FXSTUDIO_GRAPH_SIGNATURE"}
 _CUSTOM_BUILTIN_IMPORTS = {
     "inf": "from math import inf",
@@ -290,7 +290,7 @@ def generate_file(
             wrapped.append(name)
 
     class_name = namer.claim(class_name)
-    init_lines, weights, needs_attach = _init_body(gm, graph, namer, original)
+    init_lines, weights, needs_attach, tied = _init_body(gm, graph, namer, original)
     called = {n.target for n in graph.nodes if n.op == "call_module"}
     train_lines = [
         f'    model.get_submodule("{path}").train({m.training})'
@@ -347,10 +347,10 @@ def generate_file(
     out.append("")
     out.append(f'WEIGHTS_FILE = "{weights_name}"')
     out.append('"""Parameters, buffers and tensor constants, in the file beside this one."""')
-    if needs_attach:
+    for helper in ([ATTACH_HELPER] if needs_attach else []) + ([TIE_HELPER] if tied else []):
         out.append("")
         out.append("")
-        out.append(ATTACH_HELPER.strip("\n"))
+        out.append(helper.strip("\n"))
     out.append("")
     out.append("")
     out.append(f"class {class_name}(nn.Module):")
@@ -368,6 +368,9 @@ def generate_file(
     out.append(f"    model = {class_name}()")
     out.append("    state = torch.load(Path(__file__).with_name(WEIGHTS_FILE), map_location=\"cpu\", weights_only=True)")
     out.append("    model.load_state_dict(state, assign=True)")
+    if tied:
+        out.append("    # One tensor under several names in the source model: tie them again.")
+        out.extend(f'    _tie(model, "{name}", "{same_as}")' for name, same_as in tied)
     out.append(f"    model.train({gm.training})")
     out.extend(train_lines)
     out.append("    return model")
@@ -414,11 +417,52 @@ def _from_original(module: nn.Module, path: str, namer: ImportNamer, original: O
     return f'copy.deepcopy(original.get_submodule("{path}"))'
 
 
+class _TensorCopies:
+    """Detached copies of the weights, one per tensor object: a tensor held under two names (tied
+    weights) is stored once in the weights file and tied again by ``get_model``."""
+
+    def __init__(self):
+        self._copies: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def of(self, value: torch.Tensor) -> torch.Tensor:
+        """The copy of ``value`` (the same copy for the same tensor object)."""
+        got = self._copies.get(id(value))
+        if got is None:
+            got = self._copies[id(value)] = (value, value.detach().clone())  # keeps ``value`` alive: ids stay unique
+        return got[1]
+
+    @staticmethod
+    def tied(weights: dict[str, torch.Tensor]) -> list[tuple[str, str]]:
+        """(name, same_as) for every name whose copy an earlier name already holds."""
+        first: dict[int, str] = {}
+        out = []
+        for name, copy in weights.items():
+            if id(copy) in first:
+                out.append((name, first[id(copy)]))
+            else:
+                first[id(copy)] = name
+        return out
+
+
+TIE_HELPER = '''
+def _tie(model: nn.Module, name: str, same_as: str) -> None:
+    """Make ``name`` the very tensor ``same_as`` is: they were one tensor (tied) in the source model."""
+    home, _, key = same_as.rpartition(".")
+    source = model.get_submodule(home)
+    value = source._parameters[key] if key in source._parameters else source._buffers[key]
+    owner, _, attr = name.rpartition(".")
+    target = model.get_submodule(owner)
+    (target._parameters if attr in target._parameters else target._buffers)[attr] = value
+'''
+
+
 def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNamer,
                original: OriginalEntry | None = None):
-    """Lines of ``__init__`` after ``super().__init__()``, the weights, and whether ``_attach`` is used."""
+    """Lines of ``__init__`` after ``super().__init__()``, the weights, whether ``_attach`` is used,
+    and the tied weights as (name, same_as) pairs."""
     lines: list[str] = []
     weights: dict[str, torch.Tensor] = {}
+    copies = _TensorCopies()
     module_paths: set[str] = set()
     for node in graph.nodes:
         if node.op != "call_module" or node.target in module_paths:
@@ -438,8 +482,8 @@ def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNam
                 raise
         lines.append(_assign(node.target, expr))
         module_paths.add(node.target)
-        for key, value in module.state_dict().items():
-            weights[f"{node.target}.{key}"] = value.detach().clone()
+        for key, value in module.state_dict(keep_vars=True).items():
+            weights[f"{node.target}.{key}"] = copies.of(value)
     seen: set[str] = set()
     for node in graph.nodes:
         if node.op != "get_attr" or node.target in seen:
@@ -467,6 +511,6 @@ def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNam
                 lines.append(f'self.register_buffer("{target}", {_tensor_decl(value)})')
             else:
                 lines.append(_assign(target, _tensor_decl(value)))
-        weights[target] = value.detach().clone()
+        weights[target] = copies.of(value)
     needs_attach = any(line.startswith("_attach(") for line in lines)
-    return lines, weights, needs_attach
+    return lines, weights, needs_attach, copies.tied(weights)

@@ -101,33 +101,67 @@ def _shape_text_len(shape: tuple) -> int:
 _NESTED = (list, tuple, dict, slice)
 
 
+def _nested_inputs(value, key) -> list[tuple[torch.fx.Node, int | str]]:
+    """(node, key) for every Node inside one nested argument, each node once (as ``node_inputs``)."""
+    found: list[tuple[torch.fx.Node, int | str]] = []
+    _flat_inputs(value, key, found)
+    if len(found) < 2:
+        return found
+    seen = set()
+    return [item for item in found if not (item[0] in seen or seen.add(item[0]))]
+
+
 def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
     """Flatten ``graph`` into ``GraphArrays`` (nodes in graph order, which is topological)."""
     nodes = list(graph.nodes)
     index = {node: i for i, node in enumerate(nodes)}
-    names, ops, targets, paths, stacks, label_len = [], [], [], [], [], []
+    names = [node.name for node in nodes]
+    ops = [node.op for node in nodes]
+    metas = [node.meta for node in nodes]
+    texts: dict = {}  # target -> label: graphs call the same few hundred targets over and over
+    targets = []
+    for node in nodes:
+        target = node.target
+        if type(target) is str:
+            targets.append(target)
+            continue
+        try:
+            text = texts.get(target)
+        except TypeError:  # an unhashable target
+            text = None
+        if text is None:
+            text = target_text(node)
+            try:
+                texts[target] = text
+            except TypeError:
+                pass
+        targets.append(text)
+    paths = [meta.get("fxs_module_path") or "" for meta in metas]
+    stacks = [meta.get("fxs_module_stack") or [] for meta in metas]
+    shapes = [meta.get("fxs_shape") for meta in metas]
+    shape_lens: dict[tuple, int] = {}
+    shape_len = []
+    for shape in shapes:
+        if type(shape) is tuple:
+            length = shape_lens.get(shape)
+            if length is None:
+                length = shape_lens[shape] = _shape_text_len(shape)
+            shape_len.append(length)
+        else:
+            shape_len.append(0)
+    count = len(nodes)
+    label_len = np.maximum(np.maximum(np.fromiter(map(len, names), np.int64, count),
+                                      np.fromiter(map(len, targets), np.int64, count)),
+                           np.asarray(shape_len, dtype=np.int64))
     wl = [False] * len(nodes)
     src: list[int] = []
     dst: list[int] = []
     keys: list = []
     node_type = torch.fx.Node
     for i, node in enumerate(nodes):
-        name = node.name
-        names.append(name)
-        op = node.op
-        ops.append(op)
-        target = target_text(node)
-        targets.append(target)
-        meta = node.meta
-        paths.append(meta.get("fxs_module_path") or "")
-        stacks.append(meta.get("fxs_module_stack") or [])
-        shape = meta.get("fxs_shape")
-        label_len.append(max(len(name), len(target), _shape_text_len(shape) if type(shape) is tuple else 0))
-        start = len(src)
         all_weights = True
-        args, kwargs = node.args, node.kwargs
-        simple = True
-        for k, a in (*enumerate(args), *kwargs.items()) if kwargs else enumerate(args):
+        kwargs = node.kwargs
+        for k, a in (*enumerate(node.args), *kwargs.items()) if kwargs else enumerate(node.args):
             if type(a) is node_type:
                 j = index[a]
                 src.append(j)
@@ -135,28 +169,24 @@ def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
                 keys.append(k)
                 all_weights = all_weights and wl[j]
             elif isinstance(a, _NESTED):
-                simple = False
-                break
-        if not simple:  # nested containers: the general (slower) walk
-            del src[start:], dst[start:], keys[start:]
-            all_weights = True
-            for inp, key in node_inputs(node):
-                j = index[inp]
-                src.append(j)
-                dst.append(i)
-                keys.append(key)
-                all_weights = all_weights and wl[j]
-        if op == "get_attr" or (op == "placeholder" and meta.get("fxs_hidden")):
+                for inp, key in _nested_inputs(a, k):
+                    j = index[inp]
+                    src.append(j)
+                    dst.append(i)
+                    keys.append(key)
+                    all_weights = all_weights and wl[j]
+        op = ops[i]
+        if op == "get_attr" or (op == "placeholder" and metas[i].get("fxs_hidden")):
             wl[i] = True
         elif op in ("call_function", "call_method") and (
-            all_weights or ("fxs_shape" in meta and shape is None and node.users)
+            all_weights or ("fxs_shape" in metas[i] and shapes[i] is None and node.users)
         ):
             # Parameters and constants, and non-tensor plumbing (x.shape, its getitems): both
             # belong next to the op that uses them.
             wl[i] = True
     return GraphArrays(
         names=names, ops=ops, targets=targets, module_paths=paths, module_stacks=stacks,
-        label_len=np.asarray(label_len, dtype=np.int64), weight_like=np.asarray(wl, dtype=bool),
+        label_len=label_len, weight_like=np.asarray(wl, dtype=bool),
         src=np.asarray(src, dtype=np.int64), dst=np.asarray(dst, dtype=np.int64), keys=keys,
     )
 

@@ -24,6 +24,7 @@ from fxstudio.core.layout_crossings import best_of_starts, reduce_crossings, swe
 from fxstudio.core.layout_groups import (build_groups, class_names, collapse_owner, frame_gaps, frame_members,
                                          frame_structure, group_plan)
 from fxstudio.core.layout_layers import add_dummies, assign_layers, sorted_unique
+from fxstudio.core.layout_reroute import Placement, reroute
 from fxstudio.core.layout_routes import route_edges
 from fxstudio.core.layout_types import Layout, NodeBox
 
@@ -42,6 +43,11 @@ def default_size(name: str, target: str, shape: str = "") -> tuple[float, float]
     """Card size from the longest of the texts the canvas shows (name, target, shape): ~180×56."""
     longest = max(len(name), len(target), len(shape))
     return (float(min(MAX_W, max(MIN_W, CHAR_W * longest + 32))), CARD_H)
+
+
+def card_width(label_len: int) -> float:
+    """The width of a card whose longest text has ``label_len`` characters."""
+    return min(max(CHAR_W * label_len + 32, MIN_W), MAX_W)
 
 
 def _size_of(sizes: Sizes, name: str, fallback: tuple[float, float]) -> tuple[float, float]:
@@ -179,7 +185,7 @@ class _Stamps:
 
 def compute_layout(
     graph: torch.fx.Graph, *, collapsed=frozenset(), previous: Layout | None = None, sizes: Sizes = None,
-    sweeps: int = 8,
+    sweeps: int = 8, changed=None,
 ) -> Layout:
     """Lay out ``graph`` top to bottom; the result is keyed by node name (and collapsed group path).
 
@@ -188,12 +194,20 @@ def compute_layout(
     layer and x where the new graph allows, so an edit moves only what it must.
     ``sizes``: card sizes by node name (dict or callable returning (w, h) or None); default from
     the label length. Every edge points downward, no cards overlap.
+    ``changed``: with ``previous``, the nodes an edit touched (a ``DocumentEvent``'s changed ids),
+    everything else being as ``previous`` laid it out; when the edit only rewired inputs along the
+    existing layering, every card stays put and only those nodes' input edges are routed anew
+    (``layout_reroute``), else this is an ordinary incremental layout.
     """
     # The layout allocates hundreds of thousands of short-lived objects and frees them without
     # cycles; the cyclic collector would rescan the whole open model each time (10-25% of the run).
     collecting = gc.isenabled()
     gc.disable()
     try:
+        if previous is not None and changed is not None and sizes is None:
+            rerouted = reroute(graph, previous, changed, frozenset(collapsed), time.perf_counter(), card_width)
+            if rerouted is not None:
+                return rerouted
         return _compute_layout(graph, collapsed=collapsed, previous=previous, sizes=sizes, sweeps=sweeps)
     finally:
         if collecting:
@@ -334,6 +348,7 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
         result.groups[path].layer = ll[i]
     stamp("groups")
     result.inputs = (collapsed, ga) if sizes is None else None
+    result.placement = Placement(n, all_layer, x, all_w, dummy_base, dummy_owner, tops, tops + layer_h)
     result.seconds = time.perf_counter() - t0
     result.stats = {"n_dummies": total - n, "n_layers": nlayers, **stamp.times}
     return result
@@ -352,6 +367,7 @@ def _reused(previous: Layout, ga: GraphArrays, collapsed: frozenset, t0: float) 
     """A copy of ``previous`` (boxes and routes shared, containers new) for an unchanged input."""
     result = Layout(nodes=dict(previous.nodes), edges=list(previous.edges), groups=dict(previous.groups))
     result.lanes, result.layer_tops, result.group_cache = previous.lanes, previous.layer_tops, previous.group_cache
+    result.placement, result.route_memory = previous.placement, previous.route_memory
     result.inputs = (collapsed, ga)
     result.seconds = time.perf_counter() - t0
     result.stats = {**{k: v for k, v in previous.stats.items() if k in ("n_dummies", "n_layers")},

@@ -101,7 +101,10 @@ def compact(layer, pos, widths, gaps, root) -> np.ndarray:
         firsts[1:] = pair[1:] != pair[:-1]
         ra, rb, sep = pair[firsts] // n, pair[firsts] % n, sep_s[firsts]
     left = _longest_path(n, ra, rb, sep)
-    right = -_longest_path(n, rb, ra, sep)
+    if len(sep) and sep.min() > 0:
+        right = -_longest_path_in_order(n, rb, ra, sep, np.argsort(-left[rb], kind="stable"))
+    else:  # zero separations: the left packing's values do not order the constraints
+        right = -_longest_path(n, rb, ra, sep)
     xl, xr = left[root], right[root]
     xr = xr + ((xl - widths / 2).min() - (xr - widths / 2).min())
     return (xl + xr) / 2
@@ -132,4 +135,19 @@ def _longest_path(n: int, a: np.ndarray, b: np.ndarray, sep: np.ndarray) -> np.n
             indeg[w] -= 1
             if indeg[w] == 0:
                 stack.append(w)
+    return np.asarray(value)
+
+
+def _longest_path_in_order(n: int, a: np.ndarray, b: np.ndarray, sep: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``_longest_path`` when ``order`` already lists the constraints so that every constraint into
+    a node comes before those out of it: one pass over the constraints, no search.
+
+    For the right-to-left packing, the constraints sorted by the left packing's value of their
+    source, descending, are in such an order (the left packing puts every block right of all the
+    blocks it must be right of)."""
+    value = [0.0] * n
+    for u, w, g in zip(a[order].tolist(), b[order].tolist(), sep[order].tolist()):
+        cand = value[u] + g
+        if cand > value[w]:
+            value[w] = cand
     return np.asarray(value)

@@ -52,28 +52,38 @@ def assign_layers(
     lay = [0] * n
     po = pred_off.tolist()
     pl = preds.tolist()
+    get = lay.__getitem__
     for v in range(n):
         lo, hi = po[v], po[v + 1]
-        best = 0
-        if lo != hi:
-            best = max(lay[u] for u in pl[lo:hi]) + 1
+        if hi - lo == 1:  # most nodes: one input
+            best = lay[pl[lo]] + 1
+        elif lo == hi:
+            best = 0
+        else:
+            best = max(map(get, pl[lo:hi])) + 1
         if prev is not None and prev[v] > best:
             best = prev[v]
         lay[v] = best
     succ_off, succs = csr(n, src, dst)
     so = succ_off.tolist()
     sl = succs.tolist()
-    wl = weight_like.tolist()
     # Sinking pass, bottom up: weight-like nodes go right above their first consumer.
-    for v in range(n - 1, -1, -1):
-        lo, hi = so[v], so[v + 1]
-        if lo == hi:
-            continue
-        below = min(lay[w] for w in sl[lo:hi]) - 1
-        if wl[v]:
-            lay[v] = below
-        elif sink and below > lay[v] and hi - lo >= po[v + 1] - po[v] > 0 and (prev is None or prev[v] < 0):
-            lay[v] = below  # as many outputs as inputs: sinking does not lengthen its edges
+    if not sink:
+        for v in np.nonzero(weight_like)[0][::-1].tolist():
+            lo, hi = so[v], so[v + 1]
+            if lo != hi:
+                lay[v] = (lay[sl[lo]] if hi - lo == 1 else min(map(get, sl[lo:hi]))) - 1
+    else:
+        wl = weight_like.tolist()
+        for v in range(n - 1, -1, -1):
+            lo, hi = so[v], so[v + 1]
+            if lo == hi:
+                continue
+            below = min(lay[w] for w in sl[lo:hi]) - 1
+            if wl[v]:
+                lay[v] = below
+            elif below > lay[v] and hi - lo >= po[v + 1] - po[v] > 0 and (prev is None or prev[v] < 0):
+                lay[v] = below  # as many outputs as inputs: sinking does not lengthen its edges
     layer[:] = lay
     return layer
 

@@ -6,7 +6,10 @@ goes from a smaller y to a larger y. Nodes are keyed by FX node name.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
+
+_serials = itertools.count(1)
 
 
 @dataclass
@@ -66,6 +69,13 @@ class Layout:
     layer_tops: dict | None = field(default=None, repr=False, compare=False)  # layer → top of its cards
     group_cache: tuple | None = field(default=None, repr=False, compare=False)  # frames + class names, by paths
     inputs: tuple | None = field(default=None, repr=False, compare=False)  # (collapsed, GraphArrays) laid out
+    # What a rerouting edit reads (``layout_reroute``): the placed arrays of units and dummies
+    # (``Placement``), routes an edit removed (for its undo), and, on a rerouted layout, which
+    # layout it was derived from and the nodes whose input edges it redrew.
+    placement: object | None = field(default=None, repr=False, compare=False)
+    route_memory: dict | None = field(default=None, repr=False, compare=False)
+    serial: int = field(default_factory=lambda: next(_serials), repr=False, compare=False)
+    delta: tuple | None = field(default=None, repr=False, compare=False)  # (base serial, frozenset of dst names)
 
     def bounds(self) -> tuple[float, float, float, float]:
         """(x0, y0, x1, y1) enclosing every node and group."""

@@ -104,6 +104,120 @@ def _float(t: torch.Tensor) -> float:
     return float(t.item())
 
 
+_WORK_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float32,
+               torch.float64: torch.float64}
+_PLAIN_TYPES = (int, bool, str, type(None))
+_DIFF_CHUNK = 1 << 15
+"""Elements per slice in the CPU difference pass: two scratch slices of this size stay in the cache,
+and no full-size temporaries are made (a fresh multi-MiB buffer costs page faults on every call)."""
+
+
+def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: bool = True) -> TensorDiff | None:
+    """What a node-by-node run needs of ``diff_values(ref, new, with_rel=False, with_cosine=False)``:
+    None when the values are equal (``diff_values`` returns None or an ``equal`` diff), else the same
+    ``TensorDiff`` (same ``max_abs``, ``score``, ``allclose`` and ``note``), computed faster.
+
+    Two float tensors of one dtype, shape and device take one fused pass: ``|e - o|``, its maximum
+    and the tolerance score, slice by slice on the CPU. A zero maximum means every element is equal
+    (IEEE: ``e - o == 0`` exactly when ``e == o`` for non-NaN values), confirmed by an equality test; a
+    NaN anywhere sends the pair to ``diff_values``, which handles NaN matching. ``expect_equal``
+    (the node is expected to be unchanged) tries the cheaper equality test first. Anything else
+    (other dtypes, shapes, devices, layouts, subclasses, non-tensors) goes to ``diff_values``.
+    """
+    if type(ref) is torch.Tensor and type(new) is torch.Tensor:
+        dtype = ref.dtype
+        work = _WORK_DTYPE.get(dtype)
+        if (work is not None and new.dtype is dtype and ref.layout is torch.strided and new.layout is torch.strided
+                and ref.shape == new.shape and ref.device == new.device):
+            if expect_equal:
+                # torch.equal directly for small tensors: tensors_equal's checks cost more than it.
+                if torch.equal(ref, new) if ref.numel() < _NUMPY_EQUAL_MIN else tensors_equal(ref, new):
+                    return None
+            return _float_diff(ref, new, work, rtol=rtol, atol=atol, confirm=not expect_equal)
+        if dtype == new.dtype and ref.shape == new.shape and ref.device == new.device and fast_equal(ref, new):
+            return None
+    elif type(ref) is type(new) and type(ref) in _PLAIN_TYPES and ref == new:
+        return None  # what diff_values finds for two equal ints (sizes), strings, bools, None
+    diff = diff_values(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
+    return None if diff is None or diff.equal else diff
+
+
+def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol: float, atol: float,
+                confirm: bool) -> TensorDiff | None:
+    """``node_diff`` of two float tensors of one dtype, shape and device; the arithmetic is
+    ``diff_tensors``' (same ops in the same working dtype, so the same figures)."""
+    if ref.numel() == 0:
+        return None
+    o, e = ref.detach().to(work), new.detach().to(work)
+    if o.device.type == "cpu":
+        found = _cpu_max_abs_and_score(o, e, rtol, atol)
+    else:
+        d = torch.sub(e, o).abs_()
+        max_abs = _float(d.max())
+        score = math.nan
+        if max_abs > 0 and (atol > 0 or rtol > 0):
+            score = _float(d.div_(o.abs().mul_(rtol).add_(atol)).max())
+        found = (max_abs, score)
+    max_abs, score = found if found is not None else (math.nan, math.nan)
+    if max_abs == 0.0:
+        # Every element equal, unless a flush-to-zero mode rounded a tiny difference away.
+        if confirm and tensors_equal(ref, new):
+            return None
+        max_abs = math.nan
+    if math.isnan(max_abs):  # NaN somewhere (or the corner above): the full comparison decides
+        diff = diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
+        return None if diff.equal else diff
+    if not (atol > 0 or rtol > 0):
+        score = math.inf
+    elif math.isnan(score):  # 0/0 or inf/inf in the score, as diff_tensors: out of tolerance
+        score = math.inf
+    note = "" if math.isfinite(max_abs) else "infinite difference"
+    return TensorDiff(max_abs, math.nan, score, score <= 1.0, None, False, note)
+
+
+def _cpu_max_abs_and_score(o: torch.Tensor, e: torch.Tensor, rtol: float,
+                           atol: float) -> tuple[float, float] | None:
+    """``max |e - o|`` and ``max |e - o| / (atol + rtol |o|)`` of two CPU float tensors of the
+    working dtype, in cache-sized slices with numpy (same IEEE operations as ``diff_tensors``);
+    None when a NaN appears. The score is NaN when a slice's divisions are 0/0 or inf/inf."""
+    x = o.numpy().reshape(-1)
+    y = e.numpy().reshape(-1)
+    n = x.shape[0]
+    size = min(n, _DIFF_CHUNK)
+    d_buf = np.empty(size, x.dtype)
+    q_buf = np.empty(size, x.dtype)
+    scalar = x.dtype.type
+    r, a = scalar(rtol), scalar(atol)
+    need_score = atol > 0 or rtol > 0
+    max_abs = 0.0
+    score = 0.0
+    for start in range(0, n, size):
+        xs = x[start:start + size]
+        ys = y[start:start + size]
+        k = xs.shape[0]
+        d = d_buf if k == size else d_buf[:k]
+        np.subtract(ys, xs, out=d)
+        np.abs(d, out=d)
+        m = float(d.max())
+        if m != m:
+            return None
+        if m > max_abs:
+            max_abs = m
+        if not need_score or (m == 0.0 and atol > 0):
+            continue  # all-zero differences over a positive denominator score 0
+        q = q_buf if k == size else q_buf[:k]
+        np.abs(xs, out=q)
+        np.multiply(q, r, out=q)
+        np.add(q, a, out=q)
+        np.divide(d, q, out=d)
+        s = float(d.max())
+        if s != s:
+            score = math.nan
+        elif s > score:
+            score = s
+    return max_abs, score
+
+
 def diff_tensors(ref: torch.Tensor, new: torch.Tensor, *, rtol: float, atol: float,
                  with_rel: bool = True, with_cosine: bool = True) -> TensorDiff:
     """Compare ``new`` against ``ref`` (same device). Bitwise-equal tensors cost one pass."""

@@ -54,6 +54,16 @@ class VisibleHighlighter:
         """Forget what was coloured (the text was replaced)."""
         self._done.clear()
 
+    def forget(self, numbers) -> None:
+        """Drop the colours of the blocks ``numbers`` (0-based; their text was replaced): they are
+        coloured again when next in view."""
+        doc = self.editor.document()
+        for number in numbers:
+            self._done.discard(number)
+            block = doc.findBlockByNumber(number)
+            if block.isValid() and block.layout() is not None:
+                block.layout().clearFormats()
+
     def highlight_visible(self) -> None:
         """Colour the lines in view (and a few around them) not coloured yet."""
         ed = self.editor
@@ -122,6 +132,7 @@ class CodeEditor(QPlainTextEdit):
         font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         font.setPointSize(max(9, font.pointSize()))
         self.setFont(font)
+        self.setUndoRedoEnabled(False)  # read-only: line replacements must not pile up an undo stack
         self.highlighter = VisibleHighlighter(self)
         self._gutter = _LineNumbers(self)
         self._line = 0
@@ -179,6 +190,31 @@ class CodeEditor(QPlainTextEdit):
         self.setPlainText(text)
         self.verticalScrollBar().setValue(bar)
         self.highlight_line(self._line, scroll=False)
+        self.highlighter.highlight_visible()
+
+    def replace_lines(self, lines: dict[int, str]) -> None:
+        """Replace whole lines (1-based number → new text without a newline) in place.
+
+        The rest of the document, its colouring and the scroll position stay; a replaced line is
+        coloured again when in view. Far cheaper than :meth:`set_code` on a long text.
+        """
+        if not lines:
+            return
+        doc = self.document()
+        if any(not 1 <= number <= doc.blockCount() for number in lines) or any("\n" in t for t in lines.values()):
+            raise ValueError("replace_lines: a line number out of range or a text with a newline")
+        vbar, hbar = self.verticalScrollBar().value(), self.horizontalScrollBar().value()
+        cursor = QTextCursor(doc)
+        cursor.beginEditBlock()
+        for number, text in sorted(lines.items()):
+            block = doc.findBlockByNumber(number - 1)
+            cursor.setPosition(block.position())
+            cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+            cursor.insertText(text)
+        cursor.endEditBlock()
+        self.highlighter.forget(number - 1 for number in lines)
+        self.verticalScrollBar().setValue(vbar)
+        self.horizontalScrollBar().setValue(hbar)
         self.highlighter.highlight_visible()
 
     def highlight_line(self, line: int, *, scroll: bool = True) -> None:

@@ -34,9 +34,15 @@ class LazyRefresh(QObject):
         """True when the widget is on screen: not hidden, and not a dock tabbed behind another."""
         return self._widget.isVisible() and not self._widget.visibleRegion().isEmpty()
 
-    def request(self) -> None:
-        """Ask for a redraw: soon if on screen, else when next shown."""
+    def request(self, delay_ms: int | None = None) -> None:
+        """Ask for a redraw: soon if on screen, else when next shown.
+
+        ``delay_ms`` (when given) becomes the wait from now on: a view can wait long for an
+        expensive redraw and not at all for a cheap one.
+        """
         self._stale = True
+        if delay_ms is not None:
+            self._timer.setInterval(delay_ms)
         self._watch_dock()
         if self.shown():
             self._timer.start()

@@ -280,3 +280,21 @@ def test_export_traced_graph_edits_replay_and_undo():
     assert code(replay(loaded, doc.edit_script())) == code(doc)
     doc.go_to(0)
     assert code(doc) == doc.original.code
+
+
+def test_an_inserted_node_joins_the_module_its_anchor_runs_in():
+    doc = doc_for("residual_cnn.py")
+    # Next to a call of a leaf submodule: in that submodule's parent block, not inside the BatchNorm.
+    doc.apply_edit({"op": "insert", "after": "layer1_0_bn2", "kind": "call_function",
+                    "target": "torch.nn.functional.gelu", "args": "(%layer1_0_bn2,)", "name": "g"})
+    g = doc.find("g")
+    assert g.meta["fxs_module_path"] == "layer1.0"
+    assert g.meta["fxs_module_stack"] == [("layer1", "Sequential"), ("layer1.0", "BasicBlock")]
+    # Next to a function call inside a block: in that block.
+    doc.apply_edit({"op": "insert", "after": "add", "kind": "call_function", "target": "torch.relu",
+                    "args": "(%add,)", "name": "r"})
+    assert doc.find("r").meta["fxs_module_path"] == "layer1.0"
+    # Next to a top-level leaf module call: top level.
+    doc.apply_edit({"op": "insert", "after": "fc", "kind": "call_function", "target": "torch.relu",
+                    "args": "(%fc,)", "name": "top"})
+    assert doc.find("top").meta["fxs_module_path"] == "" and doc.find("top").meta["fxs_module_stack"] == []

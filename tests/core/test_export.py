@@ -416,3 +416,46 @@ def test_aten_graph_returning_a_namedtuple_builds_it_in_forward(tmp_path):
     got = exported.get_model()(*args)
     assert type(got) is MinMax
     torch.testing.assert_close(tuple(got), tuple(model(*args)), rtol=0, atol=0)
+
+
+TIED_MODEL = """
+import torch
+from torch import nn
+
+
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(10, 6)
+        self.head = nn.Linear(6, 10, bias=False)
+        self.head.weight = self.embed.weight   # tied, as in most language models
+
+    def forward(self, tokens):
+        return self.head(torch.relu(self.embed(tokens)))
+
+
+def example_inputs():
+    return (torch.tensor([[1, 2, 3]]),)
+"""
+
+
+def test_tied_weights_are_stored_once_and_tied_again(tmp_path):
+    (tmp_path / "tiedmodel.py").write_text(TIED_MODEL)
+    loaded = load_model(tmp_path / "tiedmodel.py")
+    assert loaded.graph_module.head.weight is loaded.graph_module.embed.weight
+    out = tmp_path / "out"
+    out.mkdir()
+    result = export_python(loaded, out / "tied_export.py")   # verified in a fresh process
+    assert '_tie(model, "head.weight", "embed.weight")' in result.py_path.read_text()
+    state = torch.load(result.weights_path, weights_only=True)
+    assert state["head.weight"].untyped_storage().data_ptr() == state["embed.weight"].untyped_storage().data_ptr()
+    spec = importlib.util.spec_from_file_location("tied_export", result.py_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.get_model()
+    assert model.head.weight is model.embed.weight
+    assert len(list(model.parameters())) == 1
+    with torch.no_grad():   # still one tensor: a change to one is a change to the other
+        model.embed.weight[0, 0] = 42.0
+    assert model.head.weight[0, 0] == 42.0

@@ -57,6 +57,7 @@ def test_a_rewire_touches_few_items_and_matches_a_fresh_build(qtbot):
     settle(qtbot, canvas)
     u = scene.last_update
     assert u["incremental"] is True
+    assert u["geometry"] is False   # rerouted: no card moved
     touched = (u["cards_added"] + u["cards_moved"] + u["cards_retexted"] + u["cards_removed"]
                + u["edges_added"] + u["edges_rerouted"] + u["edges_removed"]
                + u["groups_added"] + u["groups_moved"] + u["groups_removed"])
@@ -77,7 +78,15 @@ def test_a_rewire_touches_few_items_and_matches_a_fresh_build(qtbot):
 def test_minimap_follows_an_incremental_redraw_after_a_short_delay(qtbot):
     canvas, doc = _canvas(qtbot, 600)
     image = canvas.minimap._image
+    # A rewire moves no card: the thumbnail (cards and frames) stays as it is.
     _rewire(doc, 3)
+    settle(qtbot, canvas)
+    assert canvas.canvas_scene.last_update["geometry"] is False
+    assert not canvas._minimap_timer.isActive() and canvas.minimap._image is image
+    # An insert moves cards: the thumbnail follows a moment later.
+    add = next(n for n in doc.edited.graph.nodes if n.name.startswith("add"))
+    doc.apply_edit({"op": "insert", "after": add.name, "kind": "call_function", "target": "torch.relu",
+                    "args": f"(%{add.name},)"})
     settle(qtbot, canvas)
     qtbot.waitUntil(lambda: canvas.minimap._image is not image and not canvas._minimap_timer.isActive(),
                     timeout=3000)

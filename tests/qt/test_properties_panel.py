@@ -220,3 +220,22 @@ def test_document_check_marks_a_cycle_before_enter(panel_for, qtbot):
     qtbot.waitUntil(lambda: bool(field.message), timeout=3000)
     assert "cycle" in field.message and field.property("fxsState") == "invalid"
     assert doc.history == []
+
+
+def test_an_edit_elsewhere_keeps_the_panel_and_refreshes_its_node_lists(panel_for):
+    doc, _, panel = panel_for("residual_cnn.py", "fc")
+    content, field = panel.scroll.widget(), panel.fields[0]
+    field.populate()
+    assert "%layer1_0_relu" in [field.itemText(i) for i in range(field.count())]
+    # A constant far up the graph: nothing the panel shows for fc changes, so nothing is rebuilt...
+    doc.apply_edit({"op": "set_arg", "node": "flatten", "key": 1, "value": "1"})
+    assert panel.scroll.widget() is content and panel.fields[0] is field
+    # ...but which nodes may feed fc is worked out again when its list next opens.
+    assert not field._populated
+    # An edit of fc itself, or of a node fc reads, rebuilds the panel.
+    doc.apply_edit({"op": "set_arg", "node": "fc", "key": 0, "value": "%avgpool"})
+    assert panel.scroll.widget() is not content
+    assert panel.fields[0].currentText() == "%avgpool"
+    content = panel.scroll.widget()
+    doc.undo()
+    assert panel.scroll.widget() is not content and panel.fields[0].currentText() == "%flatten"

@@ -16,6 +16,20 @@ INSERT_KINDS = ("call_function", "call_method", "call_module", "get_attr")
 _FRAME_KEYS = ("fxs_module_path", "fxs_module_stack")
 
 
+def _enclosing_frame(anchor: torch.fx.Node) -> dict:
+    """The module path and stack an inserted node takes from its anchor: the module the anchor runs
+    in. A call of a leaf submodule (``layer1.0.bn2``) is *in* its parent (``layer1.0``): a node
+    inserted next to it belongs to the parent, not inside the BatchNorm."""
+    meta = {key: anchor.meta[key] for key in _FRAME_KEYS if key in anchor.meta}
+    path = meta.get("fxs_module_path")
+    if anchor.op == "call_module" and path and path == anchor.target:
+        meta["fxs_module_path"] = path.rsplit(".", 1)[0] if "." in path else ""
+        stack = meta.get("fxs_module_stack")
+        if stack and stack[-1][0] == path:
+            meta["fxs_module_stack"] = list(stack[:-1])
+    return meta
+
+
 def _free_name(state: EditState, edit: dict) -> str | None:
     if edit.get("name") is None:
         return None
@@ -65,10 +79,7 @@ def op_insert(tx: Transaction, edit: dict) -> tuple[str, dict]:
     if reason:
         raise EditRefused(reason)
     frame = anchor if anchor.op not in ("placeholder", "output") else None
-    meta = {ID_KEY: state.new_id()}
-    for key in _FRAME_KEYS:
-        if frame is not None and key in frame.meta:
-            meta[key] = frame.meta[key]
+    meta = {ID_KEY: state.new_id(), **(_enclosing_frame(frame) if frame is not None else {})}
     prev_id = state.prev_id(anchor) if where == "before" else anchor.meta[ID_KEY]
     life = NodeLife(meta[ID_KEY], name, kind, target, state.encode(args), state.encode(kwargs), None, meta,
                     prev_id, create=True)

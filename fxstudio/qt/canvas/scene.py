@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
+from fxstudio.core.layout_reroute import routes_into
 from fxstudio.core.layout_types import Layout
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.items import CardInfo, EdgeItem, GroupCard, GroupFrame, NodeCard, PortSpec
@@ -124,9 +125,16 @@ class CanvasScene(QGraphicsScene):
         # (per kind), and whether it was an incremental update. Tests and the bench read it.
         self.last_update: dict = {}
         self._touched_cards: set[str] = set()   # cards added/moved/re-texted/removed by the last update
+        self._ops: dict[str, str] = {}
+        self._label_of: dict[str, tuple] = {}   # source name -> key of the edge item showing its shape
         self.overview = OverviewItem()
         self.overview.setVisible(False)
         self.addItem(self.overview)
+
+    @property
+    def touched_cards(self) -> set[str]:
+        """Names of the cards the last update added, moved, re-texted or removed."""
+        return self._touched_cards
 
     def set_overview(self, on: bool) -> None:
         """Show the recorded overview instead of the detailed items (or the reverse)."""
@@ -148,11 +156,17 @@ class CanvasScene(QGraphicsScene):
 
     # -- building -----------------------------------------------------------------------------
     def show_graph(self, gm: torch.fx.GraphModule, layout: Layout, id_of: Callable[[torch.fx.Node], int],
-                   refresh: set[str] | None = None) -> None:
+                   refresh: set[str] | None = None, nodes: dict[str, torch.fx.Node] | None = None) -> None:
         """Show ``layout`` of ``gm``'s graph: cards are matched by node name and updated in place.
 
         ``refresh``: names of the nodes whose content may have changed (None: all of them); other
-        existing cards only move."""
+        existing cards only move. ``nodes``: those nodes by name; with them, a layout that only
+        rerouted some edges of the one shown (``Layout.delta``) redraws just those edges and cards."""
+        base = self.layout
+        if (refresh is not None and layout.delta is not None and base is not None
+                and layout.delta[0] == base.serial and nodes is not None):
+            if self._apply_delta(gm, layout, id_of, refresh, nodes):
+                return
         self.graph_module = gm
         self.layout = layout
         self.last_update = dict.fromkeys(
@@ -164,10 +178,78 @@ class CanvasScene(QGraphicsScene):
         self._sync_groups(layout)
         self._sync_edges(nodes, layout, refresh)
         x0, y0, x1, y1 = self.bounds = bounds(layout)
-        self.overview.set_layout(layout, {name: c.info.op for name, c in self.cards.items()}, self.bounds)
+        self._ops = {name: c.info.op for name, c in self.cards.items()}
+        self.overview.set_layout(layout, self._ops, self.bounds)
         m = 200.0
         self.setSceneRect(QRectF(x0 - m, y0 - m, (x1 - x0) + 2 * m, (y1 - y0) + 2 * m))
         self.layout_changed.emit()
+
+    def _apply_delta(self, gm, layout: Layout, id_of, refresh: set[str], nodes: dict[str, torch.fx.Node]) -> bool:
+        """Show a layout that differs from the shown one only in the input routes of ``layout.delta``'s
+        nodes (``layout_reroute``): every card and frame stays; those routes, the cards in
+        ``refresh`` and the shape labels of the edges' sources are redone. False (nothing done)
+        when a node it needs is not in ``nodes``."""
+        base, index = self.layout, layout.lanes[0] if layout.lanes is not None else None
+        dsts = layout.delta[1]
+        if index is None or base.lanes is None or not dsts <= nodes.keys() or not dsts <= self.cards.keys():
+            return False
+        old_routes = [r for d in dsts for r in _slice(base.edges, routes_into(base, index[d]))]
+        routes = [r for d in sorted(dsts, key=index.get) for r in _slice(layout.edges, routes_into(layout, index[d]))]
+        sources = {r.src for r in old_routes} | {r.src for r in routes}
+        if not sources <= nodes.keys():
+            return False
+        self.graph_module = gm
+        self.layout = layout
+        stats = self.last_update = dict.fromkeys(
+            ("cards_added", "cards_moved", "cards_retexted", "cards_removed", "groups_added", "groups_moved",
+             "groups_removed", "edges_added", "edges_rerouted", "edges_removed"), 0)
+        stats["incremental"] = True
+        stats["geometry"] = False   # no card or frame moved: the minimap stays as it is
+        touched = self._touched_cards = set()
+        for name in refresh:
+            card, node = self.cards.get(name), nodes.get(name)
+            if card is None or node is None:
+                continue
+            info = card_info(node, id_of(node), gm)
+            if card.info != info:
+                card.set_info(info)
+                stats["cards_retexted"] += 1
+                touched.add(name)
+        edges = self.edges
+        for k in _keys(old_routes):
+            item = edges.pop(k, None)
+            if item is not None:
+                self.removeItem(item)
+                stats["edges_removed"] += 1
+        # One shape label per source, on its first route in layout order (as ``_sync_edges`` puts it):
+        # that route feeds the source's first user in graph order.
+        first: dict[str, tuple | None] = {}
+        for name in sources:
+            users = [index[u.name] for u in nodes[name].users if u.name in index]
+            block = _slice(layout.edges, routes_into(layout, min(users))) if users else []
+            first[name] = next(((r.src, r.dst, r.key, 0) for r in block if r.src == name), None)
+        labels = {name: edge_label(nodes[name]) for name in sources}
+        for route, k in zip(routes, _keys(routes)):
+            item = EdgeItem(route, self._port_route(route, k[3]), labels[route.src] if first[route.src] == k else "")
+            box = layout.nodes[route.dst]
+            item.source_points = route.points
+            item.anchor = (box.x, box.y, box.w, box.h, id(self.cards[route.dst].info))
+            self._add(item)
+            edges[k] = item
+            stats["edges_added"] += 1
+        for name in sources:
+            old, new = self._label_of.get(name), first[name]
+            if old != new and old in edges and edges[old].label:
+                edges[old].set_label("")
+            label = labels[name] if new is not None else ""
+            if new in edges and edges[new].label != label:
+                edges[new].set_label(label)
+            if label:
+                self._label_of[name] = new
+            else:
+                self._label_of.pop(name, None)
+        self.layout_changed.emit()
+        return True
 
     def clear_graph(self) -> None:
         """Remove every item (no document open)."""
@@ -176,6 +258,7 @@ class CanvasScene(QGraphicsScene):
                 self.removeItem(item)
             d.clear()
         self.by_id.clear()
+        self._label_of = {}
         self.overview.set_layout(Layout(), {})
         self.layout = None
         self.graph_module = None
@@ -267,6 +350,7 @@ class CanvasScene(QGraphicsScene):
         edges = self.edges
         seen: dict[tuple, int] = {}
         labelled: set[str] = set()
+        label_of = self._label_of = {}
         cards = self.cards
         boxes = layout.nodes
         stats = self.last_update
@@ -286,6 +370,7 @@ class CanvasScene(QGraphicsScene):
                     item.route = route
                     if item.label:
                         labelled.add(route.src)
+                        label_of[route.src] = k
                     continue
             card = cards.get(route.dst)
             # The card sits at its layout box (``_sync_cards``).
@@ -300,6 +385,7 @@ class CanvasScene(QGraphicsScene):
             label = edge_label(src) if src is not None and route.src not in labelled else ""
             if label:
                 labelled.add(route.src)
+                label_of[route.src] = k
             if item is None or item.label != label:
                 if item is not None:
                     self.removeItem(item)
@@ -417,3 +503,19 @@ class CanvasScene(QGraphicsScene):
         if card is not None:
             return card.sceneBoundingRect()
         return None
+
+
+def _slice(edges: list, bounds: tuple[int, int]) -> list:
+    return edges[bounds[0]:bounds[1]]
+
+
+def _keys(routes) -> list[tuple]:
+    """Scene keys (src, dst, key, occurrence) of routes listed in layout order."""
+    seen: dict[tuple, int] = {}
+    out = []
+    for r in routes:
+        base = (r.src, r.dst, r.key)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.append(base + (n,))
+    return out

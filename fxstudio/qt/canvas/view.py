@@ -120,14 +120,23 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         vp = self.viewport().rect()
         self.centerOn(QPointF(top.x + top.w / 2, top.y - 40 + vp.height() / 2 / self.zoom()))
 
-    def _relayout(self, previous, refresh: set[str] | None = None) -> None:
+    def _relayout(self, previous, refresh: set[str] | None = None, changed: list | None = None,
+                  nodes: dict | None = None) -> None:
         from fxstudio.core.layout import compute_layout
 
         gm = self.document.edited
-        layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous)
-        self.canvas_scene.show_graph(gm, layout, self.document.id_of, refresh)
-        self._apply_overlays()   # new and renamed cards get their tint and ring back
-        self._apply_selection(scroll=False)
+        layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous, changed=changed)
+        scene = self.canvas_scene
+        scene.show_graph(gm, layout, self.document.id_of, refresh, nodes)
+        if scene.last_update.get("geometry") is False:
+            # Only some edges and re-texted cards were redone: the other cards keep their overlays
+            # and selection marks.
+            touched = [scene.cards[n] for n in scene.touched_cards if n in scene.cards]
+            self._apply_overlays([c.info.node_id for c in touched])
+            self._apply_selection(scroll=False, cards=touched)
+        else:
+            self._apply_overlays()   # new and renamed cards get their tint and ring back
+            self._apply_selection(scroll=False)
         if self._pattern:
             self._rematch()
         self._sync_lod()
@@ -180,14 +189,18 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
                 if self._pattern:
                     self._rematch()
                 return
-        refresh: set[str] = set()
+        by_name: dict = {}
+        touched = []
         for nid in added | changed:
             node = self.document.node(nid)
             if node is not None:   # its card, and its users' ports (they name it)
-                refresh.add(node.name)
-                refresh.update(u.name for u in node.users)
-                refresh.update(i.name for i in node.all_input_nodes)
-        self._relayout(previous=self.canvas_scene.layout, refresh=refresh)
+                touched.append(node)
+                by_name[node.name] = node
+                by_name.update((u.name, u) for u in node.users)
+                by_name.update((i.name, i) for i in node.all_input_nodes)
+        # Only nodes changed (none added or removed): the layout may just reroute their input edges.
+        self._relayout(previous=self.canvas_scene.layout, refresh=set(by_name),
+                       changed=None if added or removed else touched, nodes=by_name)
 
     # -- view ---------------------------------------------------------------------------------
     def zoom(self) -> float:
@@ -297,9 +310,9 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self.flush()
         self._apply_selection(scroll=True)
 
-    def _apply_selection(self, scroll: bool) -> None:
+    def _apply_selection(self, scroll: bool, cards=None) -> None:
         ids = set(self.selection.ids())
-        for card in self.canvas_scene.cards.values():
+        for card in self.canvas_scene.cards.values() if cards is None else cards:
             sel = card.info.node_id in ids
             if card.selected != sel:
                 card.selected = sel
@@ -473,7 +486,10 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self._place_legend()
 
     def _layout_changed(self) -> None:
-        if self.canvas_scene.last_update.get("incremental") and self.canvas_scene.layout is not None:
+        update = self.canvas_scene.last_update
+        if update.get("geometry") is False:
+            pass   # no card or frame moved: the thumbnail (boxes only) is still right
+        elif update.get("incremental") and self.canvas_scene.layout is not None:
             self._minimap_timer.start()
         else:
             self._minimap_timer.stop()

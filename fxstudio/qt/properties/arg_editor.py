@@ -78,6 +78,10 @@ class ValueField(QComboBox):
             self.populate()
         super().showPopup()
 
+    def forget_candidates(self) -> None:
+        """The graph changed: list the legal feeders anew when the drop-down next opens."""
+        self._populated = False
+
     def populate(self) -> None:
         """Fill the drop-down with the nodes that may legally feed the edited node."""
         if self._candidates is None:

@@ -88,7 +88,7 @@ class PropertiesPanel(QWidget):
             self._unsubscribe = None
         self.doc = doc
         if doc is not None:
-            self._unsubscribe = doc.subscribe(lambda _event: self.request_refresh())
+            self._unsubscribe = doc.subscribe(self._on_event)
         self.refresh()
 
     def set_actions(self, actions: list) -> None:
@@ -102,6 +102,19 @@ class PropertiesPanel(QWidget):
         if self.doc is None or self.node_id is None:
             return None
         return self.doc.node(self.node_id)
+
+    def _on_event(self, event) -> None:
+        # An edit elsewhere in the graph leaves this node's fields, inputs and users as they are
+        # (a rewire reports its old and new input as changed too): no rebuild.
+        ids = event.changed | event.added | event.removed
+        if (event.kind in ("edited", "undone", "redone") and self.node_id is not None
+                and self.node_id not in ids and self.current_node() is not None):
+            for field in self.fields.values():
+                forget = getattr(field, "forget_candidates", None)
+                if forget is not None:   # which nodes may feed this one can change with any rewire
+                    forget()
+            return
+        self.request_refresh()
 
     def request_refresh(self) -> None:
         """Redraw now when visible; when hidden (a tab behind another dock), when next shown."""

@@ -1,0 +1,534 @@
+"""The lockstep node-by-node run as one generated Python function.
+
+``run_divergence`` steps the original and the edited graph together and compares every matched
+node. Stepping two ``torch.fx.Interpreter`` instances costs several microseconds of Python per
+node on top of the op, more than a small model's ops themselves. Here the whole lockstep schedule
+is written out once as straight-line code, as ``GraphModule`` does for a plain forward: each node
+is one line with plain local variables, the original is advanced up to each edited node's
+counterpart before that node runs (so random draws line up as in the Interpreter run), each
+matched pair is handed to ``_cmp``/``_dif`` right after the edited node, and ``del`` drops every
+value at the point the Interpreter run releases it (so peak memory is the same).
+
+Callables, submodules, attributes and constants that are not literals come in through a table
+fetched from the graphs at each call, so a cached program never holds stale objects. Programs are
+cached on the edited graph, keyed by a fingerprint of both graphs (every node's op, target,
+arguments, name and match key) and the run's options; an edit changes the fingerprint.
+
+A node that raises is found from the traceback's line number (one line per node). What the
+generator cannot express (method names that are not identifiers, keyword names that are not,
+duplicated match keys, a missing submodule or attribute) raises ``Unsupported`` and the caller
+uses the Interpreter path.
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import math
+import weakref
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.fx
+
+_CACHE_ATTR = "_fxstudio_lockstep_cache"
+# fx keeps a node's arguments in ``_args``/``_kwargs``; the ``args`` property costs a Python call each.
+_FAST_ARGS = hasattr(torch.fx.Node, "_args") and hasattr(torch.fx.Node, "_kwargs")
+_CACHE_SIZE = 4  # programs kept per edited graph (original graph, options)
+_counter = itertools.count()
+
+
+class Unsupported(Exception):
+    """The graphs hold something the generated runner does not express; use the Interpreter."""
+
+
+@dataclass
+class Schedule:
+    """What the run needs of the two graphs, fixed by their structure and the match: counterparts,
+    row texts, the nodes that may write in place, and the generated programs made so far."""
+
+    fingerprint: tuple
+    match: str                             # "id" or "name"
+    keep: list                             # argument objects whose ids the fingerprint holds
+    original_graph: weakref.ref
+    onodes: list[torch.fx.Node]
+    enodes: list[torch.fx.Node]
+    counter_pos: list[int]                 # per edited node: its counterpart's position, -1 if none
+    removed: list[str]                     # original names without counterpart
+    rows: list[tuple]                      # per edited node: (index, id, name, op, target text, counterpart name)
+    expect_equal: list[bool]               # per edited node: same op and arguments as its counterpart, recursively
+    share_plan: list[tuple | None]         # the structural half of same_computation (see _share_plan)
+    mutating: bool                         # a node may write in place whatever its submodules do
+    module_nodes: list[tuple[str, int]]    # ("original"|"edited", position) of call_module nodes
+    programs: dict[tuple, "Program"] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    """A compiled lockstep function and how to read it: the table of objects it takes and which
+    node each line runs."""
+
+    fn: Callable[..., None]
+    code: Any
+    source: str
+    slots: list[tuple]                     # how to fetch each table entry from the graphs
+    owners: dict[int, tuple[str, int, int]]  # line -> (graph, node position, edited index being run)
+
+
+def fingerprint(nodes: Sequence[torch.fx.Node]) -> tuple[tuple, list]:
+    """What a generated program depends on in one graph, and the objects to keep alive with it.
+
+    Per node: the node, op, target, the *identity* of its argument tuple and keyword dict (fx
+    replaces them on every change), name and ``fxs_id``. Identity, not equality: ``2 == 2.0`` but
+    ``x * 2`` and ``x * 2.0`` differ, and literals are written into the code. The argument objects
+    are returned to be kept with the fingerprint, so that their ids cannot be reused meanwhile.
+    """
+    keep = [(n._args, n._kwargs) for n in nodes] if _FAST_ARGS else [(n.args, n.kwargs) for n in nodes]
+    return tuple([(n, n.op, n.target, id(a), id(kw), n.name, n.meta.get("fxs_id"))
+                  for n, (a, kw) in zip(nodes, keep)]), keep
+
+
+def match_keys(prints: tuple, match: str) -> list[Hashable | None]:
+    """The match key of every node of a fingerprint (``graph_diff.match_key``'s, read off it)."""
+    i = 6 if match == "id" else 5
+    return [p[i] for p in prints]
+
+
+def cached_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, prints: tuple,
+                    match: str) -> Schedule | None:
+    """The schedule built earlier for these graphs if neither changed since, else None."""
+    cache = getattr(edited.graph, _CACHE_ATTR, None)
+    if not cache:
+        return None
+    for sched in cache:
+        if sched.original_graph() is not original.graph or sched.match != match:
+            continue
+        try:
+            if sched.fingerprint == prints:
+                cache.remove(sched)
+                cache.insert(0, sched)
+                return sched
+        except Exception:  # noqa: BLE001 - constants whose == is not a bool (tensors): not the same
+            pass
+    return None
+
+
+def remember_schedule(edited: torch.fx.GraphModule, sched: Schedule) -> None:
+    """Keep ``sched`` on the edited graph (it lives and dies with the graph)."""
+    cache = getattr(edited.graph, _CACHE_ATTR, None)
+    if cache is None:
+        cache = []
+        try:
+            setattr(edited.graph, _CACHE_ATTR, cache)
+        except AttributeError:
+            return
+    cache.insert(0, sched)
+    del cache[_CACHE_SIZE:]
+
+
+def build_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
+                   onodes: list[torch.fx.Node], enodes: list[torch.fx.Node], match: str,
+                   okeys: list[Hashable | None], ekeys: list[Hashable | None], prints: tuple, keep: list,
+                   key: Callable[[torch.fx.Node], Hashable | None], target_text: Callable[[torch.fx.Node], str],
+                   may_mutate: Callable[[torch.fx.Node], bool]) -> Schedule:
+    """Match the graphs and work out everything about the run that their structure fixes.
+
+    ``may_mutate(node)`` is asked of every node but ``call_module`` ones, whose submodule's
+    ``inplace`` flag is read at each run (``module_nodes``). Raises ``Unsupported`` when a match key
+    appears twice in a graph (the Interpreter path keeps its exact release order then).
+    """
+    for keys in (okeys, ekeys):
+        present = [k for k in keys if k is not None]
+        if len(set(present)) != len(present):
+            raise Unsupported("a match key appears twice")
+    orig_pos = {k: i for i, k in enumerate(okeys) if k is not None}
+    counter_pos = [orig_pos.get(k, -1) if k is not None else -1 for k in ekeys]
+    edited_keys = set(ekeys) - {None}
+    removed = [n.name for n, k in zip(onodes, okeys) if k not in edited_keys]
+    texts: dict[Any, str] = {}
+
+    def text(node: torch.fx.Node) -> str:
+        t = node.target
+        try:
+            return texts[t] if t in texts else texts.setdefault(t, target_text(node))
+        except TypeError:  # an unhashable target
+            return target_text(node)
+
+    rows = [(i, n.meta.get("fxs_id"), n.name, n.op, text(n), onodes[p].name if p >= 0 else None)
+            for i, (n, p) in enumerate(zip(enodes, counter_pos))]
+    mutating = False
+    module_nodes: list[tuple[str, int]] = []
+    for side, nodes in (("original", onodes), ("edited", enodes)):
+        for pos, node in enumerate(nodes):
+            if node.op == "call_module" and node.kwargs.get("inplace") is not True:
+                module_nodes.append((side, pos))
+            elif may_mutate(node):
+                mutating = True
+    plan = _share_plan(onodes, enodes, counter_pos, key)
+    return Schedule(prints, match, keep, weakref.ref(original.graph), onodes, enodes, counter_pos, removed, rows,
+                    _expect_equal(plan), plan, mutating, module_nodes)
+
+
+def _share_plan(onodes: list[torch.fx.Node], enodes: list[torch.fx.Node], counter_pos: list[int],
+                key: Callable[[torch.fx.Node], Hashable | None]) -> list[tuple | None]:
+    """The structural half of ``same_computation``, per edited node: None when the node can never
+    be shared (no counterpart, other op/target/arguments, inputs wired to other counterparts, a
+    placeholder at another position), else ``(edited positions of its inputs, state check)`` with
+    the state check ``("attr" | "module", original target, edited target)`` or None."""
+    from fxstudio.core.same_computation import _signature
+
+    position = {n: i for i, n in enumerate(enodes)}
+    counterpart = {n: onodes[p] for n, p in zip(enodes, counter_pos) if p >= 0}
+    oplaces = [n for n in onodes if n.op == "placeholder"]
+    eplaces = [n for n in enodes if n.op == "placeholder"]
+    plan: list[tuple | None] = []
+    for node in enodes:
+        other = counterpart.get(node)
+        inputs = list(node._input_nodes)
+        if other is None or any(counterpart.get(inp) not in other._input_nodes for inp in inputs):
+            plan.append(None)
+            continue
+        try:
+            if _signature(node, key) != _signature(other, key):
+                plan.append(None)
+                continue
+        except Exception:  # noqa: BLE001 - uncomparable constants: not provably the same
+            plan.append(None)
+            continue
+        if node.op == "placeholder" and (other not in oplaces or oplaces.index(other) != eplaces.index(node)):
+            plan.append(None)
+            continue
+        check = (node.op, other.target, node.target) if node.op in ("get_attr", "call_module") else None
+        plan.append((tuple(position[inp] for inp in inputs), check))
+    return plan
+
+
+def _expect_equal(plan: list[tuple | None]) -> list[bool]:
+    """Per edited node: structurally the same computation as its counterpart, inputs included
+    (weights are not compared). Only a guess of which comparison comes out equal, to try the
+    cheaper test first; results never depend on it."""
+    out: list[bool] = []
+    for step in plan:
+        out.append(step is not None and all(out[j] for j in step[0]))
+    return out
+
+
+def shared_positions(sched: Schedule, original: torch.fx.GraphModule, edited: torch.fx.GraphModule) -> frozenset[int]:
+    """Positions of the edited nodes ``same_computation(original, edited, key)`` returns, from the
+    cached structural half plus the state checks (attribute tensors, submodules) made now."""
+    from fxstudio.core.same_computation import _fetch as fetch_attr
+    from fxstudio.core.same_computation import _same_tensor, same_module
+
+    same: set[int] = set()
+    verdicts: dict[str, bool] = {}
+    with torch.no_grad():
+        for i, step in enumerate(sched.share_plan):
+            if step is None or not all(j in same for j in step[0]):
+                continue
+            check = step[1]
+            if check is not None:
+                op, otarget, etarget = check
+                if op == "get_attr":
+                    if not _same_tensor(fetch_attr(original, otarget), fetch_attr(edited, etarget)):
+                        continue
+                else:
+                    if etarget not in verdicts:
+                        verdicts[etarget] = same_module(fetch_attr(original, otarget), fetch_attr(edited, etarget))
+                    if not verdicts[etarget]:
+                        continue
+            same.add(i)
+    return frozenset(same)
+
+
+def _identifier(name: Any) -> bool:
+    return isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+
+
+class _Emitter:
+    """Turns node arguments into Python expressions; anything not a literal goes into the table."""
+
+    def __init__(self, slots: list[tuple]):
+        self.slots = slots
+        self.by_id: dict[tuple, str] = {}
+
+    def slot(self, how: tuple, obj: Any, dedupe: bool = True) -> str:
+        key = (how[0], id(obj)) if dedupe else None
+        if key is not None and key in self.by_id:
+            return self.by_id[key]
+        name = f"t{len(self.slots)}"
+        self.slots.append(how)
+        if key is not None:
+            self.by_id[key] = name
+        return name
+
+    def expr(self, value: Any, names: dict[torch.fx.Node, str], where: tuple) -> str:
+        """``value`` as source: Nodes by variable, literals inline, containers rebuilt (as the
+        Interpreter's ``map_arg`` does), other objects through the table (``where`` finds them)."""
+        t = type(value)
+        if t is torch.fx.Node:
+            return names[value]
+        if value is None or t is bool or t is int or t is str:
+            return repr(value)
+        if t is float:
+            return repr(value) if math.isfinite(value) else self.slot(("const",) + where, value, dedupe=False)
+        if isinstance(value, tuple):
+            items = [self.expr(v, names, where + (i,)) for i, v in enumerate(value)]
+            if hasattr(value, "_fields"):  # a namedtuple keeps its type, as map_aggregate does
+                return f"{self.slot(('type',) + where, type(value), dedupe=False)}({', '.join(items)})"
+            return "(" + "".join(f"{i}, " for i in items) + ")"
+        if isinstance(value, list):
+            return "[" + ", ".join(self.expr(v, names, where + (i,)) for i, v in enumerate(value)) + "]"
+        if isinstance(value, dict):
+            parts = []
+            for k, v in value.items():
+                if type(k) not in (str, int, bool) and k is not None:
+                    raise Unsupported("a dict argument with a key that is not a literal")
+                parts.append(f"{k!r}: {self.expr(v, names, where + (k,))}")
+            return "{" + ", ".join(parts) + "}"
+        if isinstance(value, slice):
+            parts = [self.expr(getattr(value, a), names, where + (a,)) for a in ("start", "stop", "step")]
+            return f"slice({', '.join(parts)})"
+        return self.slot(("const",) + where, value, dedupe=False)
+
+
+def _walk(value: Any, path: tuple) -> Any:
+    for step in path:
+        value = getattr(value, step) if isinstance(value, slice) else value[step]
+    return value
+
+
+_MISSING = object()
+
+
+def _fetch(module: torch.nn.Module, target: str, memo: dict[str, Any] | None = None) -> Any:
+    """``Interpreter.fetch_attr``: the attribute at a dotted path; ``Unsupported`` when missing.
+
+    Submodules are read from ``_modules`` directly (what ``getattr`` finds for them, without
+    ``nn.Module.__getattr__``), and ``memo`` keeps the paths resolved so far (``blocks.0``)."""
+    if memo is not None:
+        found = memo.get(target, _MISSING)
+        if found is not _MISSING:
+            return found
+    parent, _, atom = target.rpartition(".")
+    obj = _fetch(module, parent, memo) if parent else module
+    attrs = getattr(obj, "__dict__", None)
+    children = attrs.get("_modules") if attrs is not None else None
+    if children is not None and atom in children and atom not in attrs:
+        found = children[atom]
+    else:
+        try:
+            found = getattr(obj, atom)
+        except AttributeError:
+            raise Unsupported(f"no attribute {target}") from None
+    if memo is not None:
+        memo[target] = found
+    return found
+
+
+def fetch_modules(sched: Schedule, graphs: dict[str, torch.fx.GraphModule]) -> dict[tuple[str, int], Any]:
+    """The submodule of every ``call_module`` node, by (graph, position); ``Unsupported`` when one
+    is missing or may write in place (``inplace=True``: the Interpreter path snapshots values)."""
+    nodes = {"original": sched.onodes, "edited": sched.enodes}
+    memos: dict[str, dict[str, Any]] = {"original": {}, "edited": {}}
+    found = {}
+    for side, pos in sched.module_nodes:
+        module = _fetch(graphs[side], nodes[side][pos].target, memos[side])
+        if _inplace(module):
+            raise Unsupported("a submodule works in place")
+        found[side, pos] = module
+    return found
+
+
+def _inplace(module: Any) -> bool:
+    """``getattr(module, "inplace", False) is True`` (``may_mutate``'s test) without the cost of a
+    failed ``nn.Module.__getattr__`` (an exception per module) for the modules that have none."""
+    attrs = getattr(module, "__dict__", None)
+    if attrs is None or not isinstance(module, torch.nn.Module):
+        return getattr(module, "inplace", False) is True
+    found = attrs.get("inplace", _MISSING)
+    if found is not _MISSING:
+        return found is True
+    return getattr(type(module), "inplace", False) is True
+
+
+def fetch_table(prog: Program, sched: Schedule, graphs: dict[str, torch.fx.GraphModule],
+                modules: dict[tuple[str, int], Any]) -> list[Any]:
+    """The objects a program's table holds, read from the graphs as they are now."""
+    nodes = {"original": sched.onodes, "edited": sched.enodes}
+    out = []
+    for how in prog.slots:
+        kind, side, pos = how[0], how[1], how[2]
+        node = nodes[side][pos]
+        if kind == "target":
+            out.append(node.target)
+        elif kind == "module":
+            out.append(modules[side, pos])
+        elif kind == "attr":
+            out.append(_fetch(graphs[side], node.target))
+        elif kind == "const":
+            out.append(_walk(node.args if how[3] == "args" else node.kwargs, how[4:]))
+        elif kind == "type":
+            out.append(type(_walk(node.args if how[3] == "args" else node.kwargs, how[4:])))
+        else:  # "default": a placeholder's default value
+            out.append(node.args[0])
+    return out
+
+
+_NO_DEFAULT = object()
+
+
+def next_input(inputs: Any, default: Any, target: str) -> Any:
+    """``Interpreter.placeholder``: the next input, else the default, else an error."""
+    try:
+        return next(inputs)
+    except StopIteration as stop:
+        if default is not _NO_DEFAULT:
+            return default
+        raise RuntimeError(f"Expected positional argument for parameter {target}, but one was not passed in!") from stop
+
+
+def _finished(nodes: list[torch.fx.Node]) -> list[list[torch.fx.Node]]:
+    """Per position: the inputs whose last reader it is, plus itself if nothing reads it (not output)."""
+    last_use: dict[torch.fx.Node, torch.fx.Node] = {}
+    freed_after: dict[torch.fx.Node, list[torch.fx.Node]] = {}
+    for node in reversed(nodes):
+        for inp in node._input_nodes:
+            if inp not in last_use:
+                last_use[inp] = node
+                freed_after.setdefault(node, []).append(inp)
+    return [freed_after.get(n, []) + ([n] if n not in last_use and n.op != "output" else []) for n in nodes]
+
+
+def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bool) -> Program:
+    """Write and compile the lockstep function for ``sched``.
+
+    ``shared``: edited positions that take their counterpart's value. With ``progress``,
+    ``_progress(fraction, name)`` is called after every ``n // 100``-th edited node and the last,
+    as the Interpreter run does; with ``cancel``, ``_cancel()`` (which raises to cancel) runs
+    before those nodes. The function is ``f(_oin, _ein, _T, _cmp, _dif, _cancel, _progress)``:
+    input iterators, the table, the comparison of a pair expected equal and of one expected to
+    differ (``(index, original value, edited value)``), and the callbacks.
+    """
+    onodes, enodes = sched.onodes, sched.enodes
+    slots: list[tuple] = []
+    emit = _Emitter(slots)
+    onames = {n: f"o{i}" for i, n in enumerate(onodes)}
+    enames = {n: f"e{i}" for i, n in enumerate(enodes)}
+    lines = ["def _lockstep(_oin, _ein, _T, _cmp, _dif, _cancel, _progress):"]
+    owners: dict[int, tuple[str, int, int]] = {}
+    body: list[str] = []
+    table_line = len(body)
+    body.append("")  # the table unpacking, filled in at the end
+
+    def node_line(side: str, pos: int, node: torch.fx.Node, names: dict, index: int) -> None:
+        var = names[node]
+        op = node.op
+        if op == "placeholder":
+            target = node.target
+            if not isinstance(target, str):
+                raise Unsupported("a placeholder without a name")
+            src = "_oin" if side == "original" else "_ein"
+            if target.startswith("*"):
+                code = f"list({src})"
+            else:
+                default = emit.slot(("default", side, pos), None, dedupe=False) if node.args else "_NO_DEFAULT"
+                code = f"_next_input({src}, {default}, {target!r})"
+        elif op == "get_attr":
+            code = emit.slot(("attr", side, pos), None, dedupe=False)
+        elif op == "output":
+            code = emit.expr(node.args[0], names, (side, pos, "args", 0))
+        else:
+            args = [emit.expr(a, names, (side, pos, "args", i)) for i, a in enumerate(node.args)]
+            for k, v in node.kwargs.items():
+                if not _identifier(k):
+                    raise Unsupported(f"keyword argument {k!r}")
+                args.append(f"{k}={emit.expr(v, names, (side, pos, 'kwargs', k))}")
+            if op == "call_function":
+                if isinstance(node.target, str):
+                    raise Unsupported("a call_function with a string target")
+                fn = emit.slot(("target", side, pos), node.target)
+                code = f"{fn}({', '.join(args)})"
+            elif op == "call_method":
+                if not _identifier(node.target) or not node.args:
+                    raise Unsupported(f"method {node.target!r}")
+                code = f"{args[0]}.{node.target}({', '.join(args[1:])})"
+            elif op == "call_module":
+                if not isinstance(node.target, str):
+                    raise Unsupported("a call_module with a non-string target")
+                mod = emit.slot(("module", side, pos), None, dedupe=False)
+                code = f"{mod}({', '.join(args)})"
+            else:
+                raise Unsupported(f"op {op}")
+        owners[len(body)] = (side, pos, index)
+        body.append(f"{var} = {code}")
+
+    ofinished = _finished(onodes)
+    efinished = _finished(enodes)
+    pending = {onodes[p] for p in sched.counter_pos if p >= 0}  # originals awaiting comparison
+    uses_done: set[torch.fx.Node] = set()
+    opos = 0
+    total = len(enodes)
+    every = max(1, total // 100)
+    for index, enode in enumerate(enodes):
+        checkpoint = index % every == 0 or index == total - 1
+        if cancel and index % every == 0:
+            body.append("_cancel()")
+        cpos = sched.counter_pos[index]
+        counterpart = onodes[cpos] if cpos >= 0 else None
+        if counterpart is not None:
+            # The original first, up to the counterpart: random draws come in the same order.
+            while cpos >= opos:
+                node_line("original", opos, onodes[opos], onames, index)
+                done = ofinished[opos]
+                uses_done.update(done)
+                dead = [onames[n] for n in done if n not in pending]
+                if dead:
+                    body.append(f"del {', '.join(dead)}")
+                opos += 1
+        dead = []
+        if index in shared:
+            body.append(f"{enames[enode]} = {onames[counterpart]}")
+        else:
+            node_line("edited", index, enode, enames, index)
+            if counterpart is not None:
+                how = "_cmp" if sched.expect_equal[index] else "_dif"
+                body.append(f"{how}({index}, {onames[counterpart]}, {enames[enode]})")
+        if counterpart is not None:
+            pending.discard(counterpart)
+            if counterpart in uses_done:
+                dead.append(onames[counterpart])
+        dead += [enames[n] for n in efinished[index]]
+        if dead:
+            body.append(f"del {', '.join(dead)}")
+        if progress and checkpoint:
+            body.append(f"_progress({(index + 1) / total!r}, {enode.name!r})")
+    if slots:
+        body[table_line] = ", ".join(f"t{i}" for i in range(len(slots))) + ", = _T"
+    else:
+        body[table_line] = "pass"
+    source = "\n".join(lines + ["    " + b for b in body]) + "\n"
+    filename = f"<fxstudio lockstep {next(_counter)}>"
+    code = compile(source, filename, "exec")
+    namespace: dict[str, Any] = {"_next_input": next_input, "_NO_DEFAULT": _NO_DEFAULT}
+    exec(code, namespace)  # noqa: S102 - our own generated source
+    fn = namespace["_lockstep"]
+    # Line numbers in the function: the "def" line is 1, body[i] is line i + 2.
+    return Program(fn, fn.__code__, source, slots, {i + 2: owner for i, owner in owners.items()})
+
+
+def failing_line(prog: Program, exc: BaseException) -> tuple[str, int, int] | None:
+    """The (graph, node position, edited index) whose line raised ``exc``, None when it came from
+    elsewhere (a comparison, a callback); the generated frame's values are released either way."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is prog.code:
+            owner = prog.owners.get(tb.tb_lineno)
+            try:
+                tb.tb_frame.clear()
+            except RuntimeError:  # still executing: cannot happen once the exception left it
+                pass
+            return owner
+        tb = tb.tb_next
+    return None
