@@ -348,7 +348,8 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
         result.groups[path].layer = ll[i]
     stamp("groups")
     result.inputs = (collapsed, ga) if sizes is None else None
-    result.placement = Placement(n, all_layer, x, all_w, dummy_base, dummy_owner, tops, tops + layer_h)
+    result.placement = Placement(n, all_layer, x, all_w, dummy_base, dummy_owner, tops, tops + layer_h,
+                                 groups=result.groups)
     result.seconds = time.perf_counter() - t0
     result.stats = {"n_dummies": total - n, "n_layers": nlayers, **stamp.times}
     return result

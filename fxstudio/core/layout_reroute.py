@@ -26,6 +26,7 @@ from fxstudio.core.layout_types import EdgeRoute, Layout
 
 CARD_MARGIN = 12.0   # a lane keeps this far from a card's side
 LANE_MARGIN = 6.0    # and this far from another edge's lane
+FRAME_MARGIN = 8.0   # and from a module frame's side (a lane along a frame's border reads as part of it)
 MIN_GAP = 4.0        # free stretches narrower than this count as taken
 MEMORY = 512         # removed routes kept for the edit's undo
 
@@ -51,6 +52,8 @@ class Placement:
     bottoms: np.ndarray
     rows: dict = field(default_factory=dict)  # layer -> merged taken (lefts, rights), filled on demand
     _sorted: tuple | None = None
+    groups: dict | None = None  # the layout's module frames (``GroupBox`` by path)
+    _frames: np.ndarray | None = None
 
     def row(self, lyr: int) -> tuple[list, list]:
         """The merged taken x-intervals of layer ``lyr``: (lefts, rights), sorted."""
@@ -65,7 +68,18 @@ class Placement:
             self._sorted = (layers, lo[order], hi[order])
         layers, lo, hi = self._sorted
         a, b = np.searchsorted(layers, [lyr, lyr + 1]).tolist()
-        row = self.rows[lyr] = _merged(lo[a:b].tolist(), hi[a:b].tolist())
+        lefts, rights = lo[a:b], hi[a:b]
+        if self._frames is None:
+            self._frames = frame_edges(self.groups or {})
+        if len(self._frames) and 0 <= lyr < len(self.tops):
+            f = self._frames
+            across = f[(f[:, 1] < self.bottoms[lyr]) & (f[:, 3] > self.tops[lyr])]
+            sides = np.concatenate([across[:, 0], across[:, 2]])
+            lefts = np.concatenate([lefts, sides - FRAME_MARGIN])
+            rights = np.concatenate([rights, sides + FRAME_MARGIN])
+            order = np.argsort(lefts, kind="stable")
+            lefts, rights = lefts[order], rights[order]
+        row = self.rows[lyr] = _merged(lefts.tolist(), rights.tolist())
         return row
 
     def lanes_of(self, unit: int) -> dict[int, float]:
@@ -80,6 +94,12 @@ class Placement:
             out[int(self.layer[d])] = float(self.x[d])
             d += 1
         return out
+
+
+def frame_edges(groups: dict) -> np.ndarray:
+    """(x0, y0, x1, y1) of every expanded module frame, for ``Placement.frames``."""
+    boxes = [(g.x, g.y, g.x + g.w, g.y + g.h) for g in groups.values() if not g.collapsed]
+    return np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
 
 
 def _free_x(place: Placement, lyr: int, want: float, toward: float) -> float:
@@ -238,7 +258,7 @@ def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozens
     memory = dict(previous.route_memory or {})
     blocks = {i: routes_into(previous, i) for i in redraw}
     place = Placement(place.n, place.layer, place.x, place.w, place.dummy_base, place.dummy_owner,
-                      place.tops, place.bottoms, dict(place.rows), place._sorted)
+                      place.tops, place.bottoms, dict(place.rows), place._sorted, place.groups, place._frames)
     fresh: dict[int, list[EdgeRoute]] = {}
     for i in sorted(redraw):
         name = names[i]

@@ -107,6 +107,8 @@ def _float(t: torch.Tensor) -> float:
 _WORK_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torch.float32: torch.float32,
                torch.float64: torch.float64}
 _PLAIN_TYPES = (int, bool, str, type(None))
+_np_max = np.maximum.reduce  # ndarray.max without its Python wrapper; NaN propagates the same
+_SCALARS: dict[tuple, tuple] = {}
 _DIFF_CHUNK = 1 << 15
 """Elements per slice in the CPU difference pass: two scratch slices of this size stay in the cache,
 and no full-size temporaries are made (a fresh multi-MiB buffer costs page faults on every call)."""
@@ -146,11 +148,15 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
                 confirm: bool) -> TensorDiff | None:
     """``node_diff`` of two float tensors of one dtype, shape and device; the arithmetic is
     ``diff_tensors``' (same ops in the same working dtype, so the same figures)."""
-    if ref.numel() == 0:
+    n = ref.numel()
+    if n == 0:
         return None
-    o, e = ref.detach().to(work), new.detach().to(work)
-    if o.device.type == "cpu":
-        found = _cpu_max_abs_and_score(o, e, rtol, atol)
+    o = ref.detach() if ref.requires_grad else ref
+    e = new.detach() if new.requires_grad else new
+    if work is not ref.dtype:
+        o, e = o.to(work), e.to(work)
+    if o.is_cpu:
+        found = _cpu_max_abs_and_score(o, e, n, rtol, atol)
     else:
         d = torch.sub(e, o).abs_()
         max_abs = _float(d.max())
@@ -167,50 +173,65 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
     if math.isnan(max_abs):  # NaN somewhere (or the corner above): the full comparison decides
         diff = diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
         return None if diff.equal else diff
-    if not (atol > 0 or rtol > 0):
-        score = math.inf
-    elif math.isnan(score):  # 0/0 or inf/inf in the score, as diff_tensors: out of tolerance
-        score = math.inf
-    note = "" if math.isfinite(max_abs) else "infinite difference"
+    if not (atol > 0 or rtol > 0) or math.isnan(score):
+        score = math.inf  # no tolerance at all, or 0/0 or inf/inf in the score: as diff_tensors
+    note = "" if max_abs != math.inf else "infinite difference"
     return TensorDiff(max_abs, math.nan, score, score <= 1.0, None, False, note)
 
 
-def _cpu_max_abs_and_score(o: torch.Tensor, e: torch.Tensor, rtol: float,
+def _cpu_max_abs_and_score(o: torch.Tensor, e: torch.Tensor, n: int, rtol: float,
                            atol: float) -> tuple[float, float] | None:
     """``max |e - o|`` and ``max |e - o| / (atol + rtol |o|)`` of two CPU float tensors of the
-    working dtype, in cache-sized slices with numpy (same IEEE operations as ``diff_tensors``);
-    None when a NaN appears. The score is NaN when a slice's divisions are 0/0 or inf/inf."""
-    x = o.numpy().reshape(-1)
-    y = e.numpy().reshape(-1)
-    n = x.shape[0]
-    size = min(n, _DIFF_CHUNK)
-    d_buf = np.empty(size, x.dtype)
-    q_buf = np.empty(size, x.dtype)
-    scalar = x.dtype.type
-    r, a = scalar(rtol), scalar(atol)
+    working dtype with numpy (the same IEEE operations as ``diff_tensors``, with less overhead per
+    call); None when a NaN appears in the differences. The score is NaN when a division is 0/0 or
+    inf/inf. Large tensors go in cache-sized slices through two scratch buffers."""
+    x = o.numpy()
+    y = e.numpy()
+    key = (x.dtype, rtol, atol)
+    scalars = _SCALARS.get(key)
+    if scalars is None:  # rtol and atol in the working dtype, as torch rounds a Python scalar
+        scalars = _SCALARS[key] = (x.dtype.type(rtol), x.dtype.type(atol))
+    r, a = scalars
     need_score = atol > 0 or rtol > 0
+    if n <= _DIFF_CHUNK:
+        d = np.subtract(y, x)
+        np.abs(d, out=d)
+        max_abs = float(_np_max(d, axis=None))
+        if max_abs != max_abs:
+            return None
+        if max_abs == 0.0 or not need_score:
+            return max_abs, math.nan
+        q = np.abs(x)
+        q *= r
+        q += a
+        d /= q
+        return max_abs, float(_np_max(d, axis=None))
+    x = x.reshape(-1)
+    y = y.reshape(-1)
+    d_buf = np.empty(_DIFF_CHUNK, x.dtype)
+    q_buf = np.empty(_DIFF_CHUNK, x.dtype)
     max_abs = 0.0
     score = 0.0
-    for start in range(0, n, size):
-        xs = x[start:start + size]
-        ys = y[start:start + size]
+    for start in range(0, n, _DIFF_CHUNK):
+        xs = x[start:start + _DIFF_CHUNK]
+        ys = y[start:start + _DIFF_CHUNK]
         k = xs.shape[0]
-        d = d_buf if k == size else d_buf[:k]
+        d = d_buf if k == _DIFF_CHUNK else d_buf[:k]
         np.subtract(ys, xs, out=d)
         np.abs(d, out=d)
-        m = float(d.max())
+        m = float(_np_max(d, axis=None))
         if m != m:
             return None
         if m > max_abs:
             max_abs = m
         if not need_score or (m == 0.0 and atol > 0):
             continue  # all-zero differences over a positive denominator score 0
-        q = q_buf if k == size else q_buf[:k]
+        q = q_buf if k == _DIFF_CHUNK else q_buf[:k]
         np.abs(xs, out=q)
         np.multiply(q, r, out=q)
         np.add(q, a, out=q)
         np.divide(d, q, out=d)
-        s = float(d.max())
+        s = float(_np_max(d, axis=None))
         if s != s:
             score = math.nan
         elif s > score:
