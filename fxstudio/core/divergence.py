@@ -24,7 +24,7 @@ from fxstudio.core import divergence_codegen as codegen
 from fxstudio.core.divergence_codegen import Unsupported
 from fxstudio.core.errors import RunError
 from fxstudio.core.graph_diff import match_key
-from fxstudio.core.run_metrics import diff_values, fast_equal, node_diff, reseed
+from fxstudio.core.run_metrics import DiffScratch, diff_values, fast_equal, node_diff, reseed
 from fxstudio.core.same_computation import same_computation
 from fxstudio.core.targets import format_target as targets_format_target
 
@@ -386,17 +386,43 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             sched.programs.pop(next(iter(sched.programs)))
         sched.programs[options] = prog
     table = codegen.fetch_table(prog, sched, graphs, modules)
-    differing: dict[int, Any] = {}
+    differing: dict[int, Any] = {}   # edited position -> TensorDiff, for the pairs not equal
+    plain_pairs: set[int] = set()     # positions compared as two plain tensors of one dtype and shape
+
+    scratch = DiffScratch()
 
     def expected_equal(i: int, ref: Any, val: Any) -> None:
-        d = node_diff(ref, val, rtol=rtol, atol=atol, expect_equal=True)
+        d = node_diff(ref, val, rtol=rtol, atol=atol, expect_equal=True, scratch=scratch)
         if d is not None:
             differing[i] = d
 
     def expected_different(i: int, ref: Any, val: Any) -> None:
-        d = node_diff(ref, val, rtol=rtol, atol=atol, expect_equal=False)
+        d = node_diff(ref, val, rtol=rtol, atol=atol, expect_equal=False, scratch=scratch)
         if d is not None:
             differing[i] = d
+
+    def record(i: int, ref: Any, val: Any) -> None:
+        if (type(ref) is torch.Tensor and type(val) is torch.Tensor and ref.dtype == val.dtype
+                and ref.shape == val.shape and ref.device == val.device):
+            plain_pairs.add(i)
+
+    def expected_equal_recorded(i: int, ref: Any, val: Any) -> None:
+        record(i, ref, val)
+        expected_equal(i, ref, val)
+
+    def expected_different_recorded(i: int, ref: Any, val: Any) -> None:
+        record(i, ref, val)
+        expected_different(i, ref, val)
+
+    def rearranged(i: int, source: int, ref: Any, val: Any) -> None:
+        # Both values rearrange the source pair's elements alike (``codegen._rearranges``): when
+        # that pair was two plain tensors of one shape and so is this one, its result holds.
+        if source in plain_pairs and type(ref) is torch.Tensor and type(val) is torch.Tensor and ref.shape == val.shape:
+            plain_pairs.add(i)
+            if source in differing:
+                differing[i] = differing[source]
+        else:
+            expected_different_recorded(i, ref, val)
 
     def check_cancel() -> None:
         if cancel():
@@ -411,7 +437,8 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
     stop = len(enodes)
     with torch.no_grad():
         try:
-            prog.fn(oin, ein, table, expected_equal, expected_different, check_cancel, progress)
+            prog.fn(oin, ein, table, expected_equal, expected_different, expected_equal_recorded,
+                    expected_different_recorded, rearranged, check_cancel, progress)
         except Exception as exc:  # noqa: BLE001 - a node's exception is reported, anything else raised
             owner = codegen.failing_line(prog, exc)
             if owner is None:
@@ -421,6 +448,7 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             failure = _failure(graph, node, exc, node.meta.get("fxs_id"))
             out_of_memory = _is_oom(exc)
     del table, oin, ein
+    scratch.release()
     result = DivergenceResult(removed=list(sched.removed), failure=failure)
     rows = result.nodes
     for i in range(stop):

@@ -60,6 +60,7 @@ class Schedule:
     rows: list[tuple]                      # per edited node: (index, id, name, op, target text, counterpart name)
     expect_equal: list[bool]               # per edited node: same op and arguments as its counterpart, recursively
     share_plan: list[tuple | None]         # the structural half of same_computation (see _share_plan)
+    rearranges: list[int]                  # per edited node: the input whose comparison it repeats, or -1
     mutating: bool                         # a node may write in place whatever its submodules do
     module_nodes: list[tuple[str, int]]    # ("original"|"edited", position) of call_module nodes
     programs: dict[tuple, "Program"] = field(default_factory=dict)
@@ -168,7 +169,7 @@ def build_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
                 mutating = True
     plan = _share_plan(onodes, enodes, counter_pos, key)
     return Schedule(prints, match, keep, weakref.ref(original.graph), onodes, enodes, counter_pos, removed, rows,
-                    _expect_equal(plan), plan, mutating, module_nodes)
+                    _expect_equal(plan), plan, _rearranges(enodes, counter_pos, plan), mutating, module_nodes)
 
 
 def _share_plan(onodes: list[torch.fx.Node], enodes: list[torch.fx.Node], counter_pos: list[int],
@@ -203,6 +204,56 @@ def _share_plan(onodes: list[torch.fx.Node], enodes: list[torch.fx.Node], counte
         check = (node.op, other.target, node.target) if node.op in ("get_attr", "call_module") else None
         plan.append((tuple(position[inp] for inp in inputs), check))
     return plan
+
+
+# Ops whose output holds exactly its first argument's elements, rearranged: the same elements in
+# another shape (by the shapes alone) or another order (by constant dimension arguments).
+_BY_SHAPE_METHODS = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "clone", "detach"})
+_BY_DIMS_METHODS = frozenset({"transpose", "permute", "t", "swapaxes", "swapdims", "movedim"})
+_BY_SHAPE_FUNCTIONS = frozenset({torch.reshape, torch.flatten, torch.squeeze, torch.unsqueeze, torch.clone,
+                                 torch.detach, torch.ops.aten.view.default, torch.ops.aten.reshape.default,
+                                 torch.ops.aten._unsafe_view.default, torch.ops.aten.squeeze.dim,
+                                 torch.ops.aten.squeeze.dims, torch.ops.aten.unsqueeze.default,
+                                 torch.ops.aten.clone.default, torch.ops.aten.flatten.using_ints})
+_BY_DIMS_FUNCTIONS = frozenset({torch.transpose, torch.permute, torch.t, torch.swapaxes, torch.swapdims,
+                                torch.movedim, torch.ops.aten.transpose.int, torch.ops.aten.permute.default,
+                                torch.ops.aten.t.default})
+
+
+def _rearranges(enodes: list[torch.fx.Node], counter_pos: list[int], plan: list[tuple | None]) -> list[int]:
+    """Per edited node: the position of its first argument when the node only rearranges that
+    argument's elements exactly as its counterpart rearranges the counterpart's (same op and
+    arguments: ``plan``), else -1.
+
+    The comparison of such a pair is the comparison of the argument pair with the elements
+    permuted alike, and every figure of it (equality, max error, score, NaN matching) is
+    invariant under a common permutation; the run reuses the argument pair's result when both
+    pairs are plain tensors of one shape (``_rearranged`` checks it at run time)."""
+    position = {n: i for i, n in enumerate(enodes)}
+    out = []
+    for node, pos, step in zip(enodes, counter_pos, plan):
+        source = node.args[0] if node.args else None
+        found = -1
+        if step is not None and pos >= 0 and isinstance(source, torch.fx.Node) and counter_pos[position[source]] >= 0:
+            rest = list(node.args[1:]) + list(node.kwargs.values())
+            flat: list[Any] = []
+            torch.fx.node.map_aggregate(rest, flat.append)
+            constant = not any(isinstance(a, torch.fx.Node) for a in flat)
+            typed = any(isinstance(a, (torch.dtype, torch.Tensor)) for a in flat)  # x.view(dtype) reinterprets
+            target = node.target
+            if node.op == "call_method":
+                by_shape, by_dims = target in _BY_SHAPE_METHODS, target in _BY_DIMS_METHODS
+            elif node.op == "call_function":
+                try:
+                    by_shape, by_dims = target in _BY_SHAPE_FUNCTIONS, target in _BY_DIMS_FUNCTIONS
+                except TypeError:  # an unhashable target
+                    by_shape = by_dims = False
+            else:
+                by_shape = by_dims = False
+            if not typed and (by_shape or (by_dims and constant)):
+                found = position[source]
+        out.append(found)
+    return out
 
 
 def _expect_equal(plan: list[tuple | None]) -> list[bool]:
@@ -407,16 +458,19 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     ``shared``: edited positions that take their counterpart's value. With ``progress``,
     ``_progress(fraction, name)`` is called after every ``n // 100``-th edited node and the last,
     as the Interpreter run does; with ``cancel``, ``_cancel()`` (which raises to cancel) runs
-    before those nodes. The function is ``f(_oin, _ein, _T, _cmp, _dif, _cancel, _progress)``:
-    input iterators, the table, the comparison of a pair expected equal and of one expected to
-    differ (``(index, original value, edited value)``), and the callbacks.
+    before those nodes. The function is
+    ``f(_oin, _ein, _T, _cmp, _dif, _cmpt, _dift, _re, _cancel, _progress)``: input iterators, the
+    table, the comparison of a pair expected equal and of one expected to differ (``(index,
+    original value, edited value)``), the same two recording whether the pair was of plain tensors
+    of one shape, the comparison of a rearranging node (``(index, source index, original, edited)``,
+    see ``_rearranges``), and the callbacks.
     """
     onodes, enodes = sched.onodes, sched.enodes
     slots: list[tuple] = []
     emit = _Emitter(slots)
     onames = {n: f"o{i}" for i, n in enumerate(onodes)}
     enames = {n: f"e{i}" for i, n in enumerate(enodes)}
-    lines = ["def _lockstep(_oin, _ein, _T, _cmp, _dif, _cancel, _progress):"]
+    lines = ["def _lockstep(_oin, _ein, _T, _cmp, _dif, _cmpt, _dift, _re, _cancel, _progress):"]
     owners: dict[int, tuple[str, int, int]] = {}
     body: list[str] = []
     table_line = len(body)
@@ -466,6 +520,9 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
 
     ofinished = _finished(onodes)
     efinished = _finished(enodes)
+    # Comparisons whose result a rearranging node reuses record whether they were of two plain
+    # tensors of one shape (``_cmpt``/``_dift``).
+    tracked = {j for i, j in enumerate(sched.rearranges) if j >= 0 and j not in shared and i not in shared}
     pending = {onodes[p] for p in sched.counter_pos if p >= 0}  # originals awaiting comparison
     uses_done: set[torch.fx.Node] = set()
     opos = 0
@@ -493,8 +550,14 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
         else:
             node_line("edited", index, enode, enames, index)
             if counterpart is not None:
-                how = "_cmp" if sched.expect_equal[index] else "_dif"
-                body.append(f"{how}({index}, {onames[counterpart]}, {enames[enode]})")
+                source = sched.rearranges[index]
+                if source >= 0 and source not in shared:
+                    body.append(f"_re({index}, {source}, {onames[counterpart]}, {enames[enode]})")
+                else:
+                    how = "_cmp" if sched.expect_equal[index] else "_dif"
+                    if index in tracked:
+                        how += "t"
+                    body.append(f"{how}({index}, {onames[counterpart]}, {enames[enode]})")
         if counterpart is not None:
             pending.discard(counterpart)
             if counterpart in uses_done:

@@ -108,13 +108,15 @@ _WORK_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32, torc
                torch.float64: torch.float64}
 _PLAIN_TYPES = (int, bool, str, type(None))
 _np_max = np.maximum.reduce  # ndarray.max without its Python wrapper; NaN propagates the same
+_np_all = np.logical_and.reduce
 _SCALARS: dict[tuple, tuple] = {}
 _DIFF_CHUNK = 1 << 15
 """Elements per slice in the CPU difference pass: two scratch slices of this size stay in the cache,
 and no full-size temporaries are made (a fresh multi-MiB buffer costs page faults on every call)."""
 
 
-def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: bool = True) -> TensorDiff | None:
+def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: bool = True,
+              scratch: "DiffScratch | None" = None) -> TensorDiff | None:
     """What a node-by-node run needs of ``diff_values(ref, new, with_rel=False, with_cosine=False)``:
     None when the values are equal (``diff_values`` returns None or an ``equal`` diff), else the same
     ``TensorDiff`` (same ``max_abs``, ``score``, ``allclose`` and ``note``), computed faster.
@@ -125,6 +127,7 @@ def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: boo
     NaN anywhere sends the pair to ``diff_values``, which handles NaN matching. ``expect_equal``
     (the node is expected to be unchanged) tries the cheaper equality test first. Anything else
     (other dtypes, shapes, devices, layouts, subclasses, non-tensors) goes to ``diff_values``.
+    ``scratch``: working memory reused across calls (see ``DiffScratch``); fresh arrays without.
     """
     if type(ref) is torch.Tensor and type(new) is torch.Tensor:
         dtype = ref.dtype
@@ -132,10 +135,15 @@ def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: boo
         if (work is not None and new.dtype is dtype and ref.layout is torch.strided and new.layout is torch.strided
                 and ref.shape == new.shape and ref.device == new.device):
             if expect_equal:
-                # torch.equal directly for small tensors: tensors_equal's checks cost more than it.
-                if torch.equal(ref, new) if ref.numel() < _NUMPY_EQUAL_MIN else tensors_equal(ref, new):
-                    return None
-            return _float_diff(ref, new, work, rtol=rtol, atol=atol, confirm=not expect_equal)
+                # tensors_equal's test, without its checks (done above) and numpy's wrapper
+                if dtype is torch.bfloat16 or ref.numel() < _NUMPY_EQUAL_MIN or not ref.is_cpu:
+                    if torch.equal(ref, new):
+                        return None
+                else:
+                    x = _as_numpy(ref)
+                    if _np_all(np.equal(x, _as_numpy(new), out=_work_arrays(scratch, x, 1, np.bool_)[0]), axis=None):
+                        return None
+            return _float_diff(ref, new, work, rtol=rtol, atol=atol, confirm=not expect_equal, scratch=scratch)
         if dtype == new.dtype and ref.shape == new.shape and ref.device == new.device and fast_equal(ref, new):
             return None
     elif type(ref) is type(new) and type(ref) in _PLAIN_TYPES and ref == new:
@@ -144,8 +152,57 @@ def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: boo
     return None if diff is None or diff.equal else diff
 
 
+def _as_numpy(t: torch.Tensor) -> np.ndarray:
+    return t.detach().numpy() if t.requires_grad else t.numpy()
+
+
+class DiffScratch:
+    """Working memory for ``node_diff``'s CPU passes, reused from one comparison to the next.
+
+    One byte buffer, allocated through torch (so that torch's allocator and memory accounting see
+    it: a node-by-node run's peak memory includes it) and grown to the largest request; arrays of
+    a given shape and dtype over it are kept, as making them costs more than small comparisons.
+    """
+
+    __slots__ = ("_buffer", "_raw", "_views")
+
+    def __init__(self):
+        self._buffer: torch.Tensor | None = None
+        self._raw: np.ndarray | None = None
+        self._views: dict[tuple, list[np.ndarray]] = {}
+
+    def arrays(self, shape: tuple[int, ...], dtype: np.dtype, count: int) -> list[np.ndarray]:
+        """``count`` disjoint C-contiguous arrays of ``shape`` and ``dtype`` (contents undefined)."""
+        key = (shape, dtype, count)
+        views = self._views.get(key)
+        if views is not None:
+            return views
+        size = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if self._raw is None or self._raw.shape[0] < size * count:
+            self._buffer = torch.empty(size * count, dtype=torch.uint8)
+            self._raw = self._buffer.numpy()
+            self._views.clear()
+        views = [self._raw[i * size:(i + 1) * size].view(dtype).reshape(shape) for i in range(count)]
+        self._views[key] = views
+        return views
+
+    def release(self) -> None:
+        """Free the buffer (the next request allocates again)."""
+        self._buffer = self._raw = None
+        self._views.clear()
+
+
+def _work_arrays(scratch: DiffScratch | None, like: np.ndarray | tuple, count: int,
+                 dtype: Any = None) -> list[np.ndarray]:
+    shape = like.shape if isinstance(like, np.ndarray) else like
+    dtype = dtype or like.dtype
+    if scratch is None:
+        return [np.empty(shape, dtype) for _ in range(count)]
+    return scratch.arrays(shape, dtype, count)
+
+
 def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol: float, atol: float,
-                confirm: bool) -> TensorDiff | None:
+                confirm: bool, scratch: DiffScratch | None) -> TensorDiff | None:
     """``node_diff`` of two float tensors of one dtype, shape and device; the arithmetic is
     ``diff_tensors``' (same ops in the same working dtype, so the same figures)."""
     n = ref.numel()
@@ -156,7 +213,7 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
     if work is not ref.dtype:
         o, e = o.to(work), e.to(work)
     if o.is_cpu:
-        found = _cpu_max_abs_and_score(o, e, n, rtol, atol)
+        found = _cpu_max_abs_and_score(o, e, n, rtol, atol, scratch)
     else:
         d = torch.sub(e, o).abs_()
         max_abs = _float(d.max())
@@ -179,12 +236,13 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
     return TensorDiff(max_abs, math.nan, score, score <= 1.0, None, False, note)
 
 
-def _cpu_max_abs_and_score(o: torch.Tensor, e: torch.Tensor, n: int, rtol: float,
-                           atol: float) -> tuple[float, float] | None:
+@np.errstate(all="ignore")  # inf - inf, 0/0: expected here, and silent in torch too
+def _cpu_max_abs_and_score(o: torch.Tensor, e: torch.Tensor, n: int, rtol: float, atol: float,
+                           scratch: DiffScratch | None) -> tuple[float, float] | None:
     """``max |e - o|`` and ``max |e - o| / (atol + rtol |o|)`` of two CPU float tensors of the
     working dtype with numpy (the same IEEE operations as ``diff_tensors``, with less overhead per
     call); None when a NaN appears in the differences. The score is NaN when a division is 0/0 or
-    inf/inf. Large tensors go in cache-sized slices through two scratch buffers."""
+    inf/inf. Large tensors go in cache-sized slices through two work arrays."""
     x = o.numpy()
     y = e.numpy()
     key = (x.dtype, rtol, atol)
@@ -194,22 +252,24 @@ def _cpu_max_abs_and_score(o: torch.Tensor, e: torch.Tensor, n: int, rtol: float
     r, a = scalars
     need_score = atol > 0 or rtol > 0
     if n <= _DIFF_CHUNK:
-        d = np.subtract(y, x)
+        if x.ndim == 0:  # numpy gives scalars, not arrays, for 0-d operands
+            x, y = x.reshape(1), y.reshape(1)
+        d, q = _work_arrays(scratch, x, 2)
+        np.subtract(y, x, out=d)
         np.abs(d, out=d)
         max_abs = float(_np_max(d, axis=None))
         if max_abs != max_abs:
             return None
         if max_abs == 0.0 or not need_score:
             return max_abs, math.nan
-        q = np.abs(x)
-        q *= r
-        q += a
-        d /= q
+        np.abs(x, out=q)
+        np.multiply(q, r, out=q)
+        np.add(q, a, out=q)
+        np.divide(d, q, out=d)
         return max_abs, float(_np_max(d, axis=None))
     x = x.reshape(-1)
     y = y.reshape(-1)
-    d_buf = np.empty(_DIFF_CHUNK, x.dtype)
-    q_buf = np.empty(_DIFF_CHUNK, x.dtype)
+    d_buf, q_buf = _work_arrays(scratch, (_DIFF_CHUNK,), 2, x.dtype)
     max_abs = 0.0
     score = 0.0
     for start in range(0, n, _DIFF_CHUNK):
