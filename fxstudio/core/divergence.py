@@ -435,7 +435,7 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
     failure = None
     out_of_memory = False
     stop = len(enodes)
-    with torch.no_grad():
+    with torch.no_grad(), scratch:
         try:
             prog.fn(oin, ein, table, expected_equal, expected_different, expected_equal_recorded,
                     expected_different_recorded, rearranged, check_cancel, progress)
@@ -448,7 +448,6 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             failure = _failure(graph, node, exc, node.meta.get("fxs_id"))
             out_of_memory = _is_oom(exc)
     del table, oin, ein
-    scratch.release()
     result = DivergenceResult(removed=list(sched.removed), failure=failure)
     rows = result.nodes
     for i in range(stop):

@@ -23,7 +23,7 @@ from fxstudio.core.divergence import RunCancelled, run_divergence
 from fxstudio.core.document import Document
 from fxstudio.core.graph_diff import match_key
 from fxstudio.core.loading import load_model
-from fxstudio.core.run_metrics import diff_values, node_diff
+from fxstudio.core.run_metrics import DiffScratch, diff_values, node_diff
 from fxstudio.core.same_computation import same_computation
 from fxstudio.core.synthetic import as_graph_module, skip_chain
 from fxstudio.resources import example_path
@@ -346,11 +346,16 @@ def test_node_diff_gives_diff_values_figures(dtype, tol):
               (torch.ones(3, dtype=dtype), torch.ones(4, dtype=dtype)),
               (torch.ones(3, dtype=dtype), torch.ones(3, dtype=torch.float64 if dtype != torch.float64 else torch.float32)),
               (torch.arange(5), torch.arange(5) + (torch.arange(5) == 4)), (3, 3), (3, 4), ((1, 2), (1, 2))]
+    scratch = DiffScratch()
     for ref, new in cases:
         expected = diff_values(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
-        for expect_equal in (True, False):
+        for expect_equal, work in ((True, None), (False, None), (True, scratch), (False, scratch)):
             with warnings.catch_warnings(record=True) as shown:  # the filters as configured
-                got = node_diff(ref, new, rtol=rtol, atol=atol, expect_equal=expect_equal)
+                if work is None:
+                    got = node_diff(ref, new, rtol=rtol, atol=atol, expect_equal=expect_equal)
+                else:
+                    with work:
+                        got = node_diff(ref, new, rtol=rtol, atol=atol, expect_equal=expect_equal, scratch=work)
             assert not shown, [(str(w.message), w.filename, w.lineno) for w in shown]
             if expected is None or expected.equal:
                 assert got is None

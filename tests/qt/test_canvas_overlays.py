@@ -144,3 +144,24 @@ def test_removed_nodes_are_counted_and_the_overview_shows_tints(qtbot):
     canvas.set_document(Document(loaded("residual_cnn.py")))
     assert ringed(canvas) == {} and all(c.tint is None for c in canvas.canvas_scene.cards.values())
     assert canvas.canvas_scene.overview.childItems()[0]._tints == {}
+
+
+def test_the_minimap_shows_where_a_run_diverges(qtbot):
+    canvas, doc, _, _ = open_canvas(qtbot)
+    settle(qtbot, canvas)
+    mm = canvas.minimap
+    card = canvas.canvas_scene.cards["layer2_0_conv1"]
+    rect = card.sceneBoundingRect()
+    at = mm.from_scene(rect.center()).toPoint()
+    before = mm._image.pixelColor(at)
+    score = 1e6
+    canvas.set_divergence({card.info.node_id: score})
+    tint = canvas._tints[card.info.node_id]
+    assert close_to(mm._image.pixelColor(at), tint, tol=8) and not close_to(before, tint, tol=8)
+    # Hiding the tints, or a new document, repaints the thumbnail without them.
+    canvas.show_divergence(False)
+    assert close_to(mm._image.pixelColor(at), before, tol=8)
+    canvas.show_divergence(True)
+    assert close_to(mm._image.pixelColor(at), tint, tol=8)
+    canvas.clear_overlays()
+    assert close_to(mm._image.pixelColor(at), before, tol=8)

@@ -31,9 +31,11 @@ class Minimap(QWidget):
         self._scale = 1.0
         self._offset = QPointF()
 
-    def set_layout(self, layout: Layout | None, scene_rect: QRectF, ops: dict[str, str] | None = None) -> None:
+    def set_layout(self, layout: Layout | None, scene_rect: QRectF, ops: dict[str, str] | None = None,
+                   tints: dict[str, QColor] | None = None) -> None:
         """Repaint the thumbnail for a new layout (``scene_rect``: the area it shows; ``ops``: each
-        node's op kind, for its colour)."""
+        node's op kind, for its colour; ``tints``: colours by node name that replace it, the
+        divergence of a run, so where a model diverges shows on the whole-graph view too)."""
         self._scene_rect = QRectF(scene_rect)
         w, h = self.width() - 8, self.height() - 8
         sw, sh = max(scene_rect.width(), 1.0), max(scene_rect.height(), 1.0)
@@ -57,6 +59,18 @@ class Minimap(QWidget):
                 by_op.setdefault((ops or {}).get(name, ""), []).append(QRectF(b.x, b.y, max(b.w, min_w), max(b.h, min_w)))
             for op, rects in by_op.items():
                 p.setBrush(st.op_color(op) if op else QColor("#6b7f99"))
+                p.drawRects(rects)
+            by_tint: dict[int, tuple[QColor, list[QRectF]]] = {}
+            for name, colour in (tints or {}).items():
+                b = layout.nodes.get(name)
+                if b is not None:
+                    # Tinted cards at least 3 px across: a divergence must be visible at any size.
+                    m = 1.5 / self._scale
+                    cx, cy = b.x + b.w / 2, b.y + b.h / 2
+                    w, h = max(b.w / 2, m), max(b.h / 2, m)
+                    by_tint.setdefault(colour.rgba(), (colour, []))[1].append(QRectF(cx - w, cy - h, 2 * w, 2 * h))
+            for colour, rects in by_tint.values():
+                p.setBrush(colour)
                 p.drawRects(rects)
             p.end()
         self._image = img

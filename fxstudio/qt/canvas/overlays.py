@@ -207,7 +207,7 @@ class CanvasOverlays:
     """Divergence tints and diff rings on the canvas (mixed into ``GraphCanvas``).
 
     Expects ``canvas_scene``, ``document`` and ``viewport()`` on the class it is mixed into; that
-    class calls ``_init_overlays()`` once, ``clear_overlays()`` when the document changes,
+    class calls ``_init_overlays()`` once (and provides ``_redraw_minimap()``), ``clear_overlays()`` when the document changes,
     ``_apply_overlays()`` after every relayout and ``_place_legend()`` when resized."""
 
     def _init_overlays(self) -> None:
@@ -217,6 +217,7 @@ class CanvasOverlays:
         self._diff_kinds: dict[int, str] = {}
         self._divergence_on = True
         self._changes_on = True
+        self._minimap_tints: dict[str, QColor] = {}   # what the minimap thumbnail was painted with
         self.overview_overlay = OverviewOverlay(self.canvas_scene.overview)
         self.legend = OverlayLegend(self)
         self.legend.changes_toggled.connect(self.show_changes)
@@ -315,6 +316,10 @@ class CanvasOverlays:
             named_rings = ({by_id[i].info.name: diff_color(k) for i, k in self._diff_kinds.items() if i in by_id}
                            if self._changes_on else {})
         self.overview_overlay.set_overlays(named_tints, named_rings)
+        if named_tints is not None and named_tints != self._minimap_tints:
+            self._minimap_tints = named_tints
+            if self.canvas_scene.layout is not None:
+                self._redraw_minimap()
 
     def _update_legend(self) -> None:
         diff = self._diff

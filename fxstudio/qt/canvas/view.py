@@ -502,7 +502,8 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self._minimap_timer.stop()
         x0, y0, x1, y1 = self.canvas_scene.bounds
         ops = {name: card.info.op for name, card in self.canvas_scene.cards.items()}
-        self.minimap.set_layout(self.canvas_scene.layout, QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-40, -40, 40, 40), ops)
+        self.minimap.set_layout(self.canvas_scene.layout, QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-40, -40, 40, 40), ops,
+                                self._minimap_tints)
 
     def _view_moved(self, *_):
         visible = self.mapToScene(self.viewport().rect()).boundingRect()
