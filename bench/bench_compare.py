@@ -181,8 +181,8 @@ def main(argv: list[str]) -> int:
         print("|---|---:|---:|---:|---:|---:|")
         for r in rows:
             t = r["t"]
-            print(f"| {r['model']} | {r['batch']} | {t['node'] / t['plain']:.2f}x | {t['node_interp'] / t['plain']:.2f}x "
-                  f"| {t['diverged'] / t['plain']:.2f}x | {t['diverged_interp'] / t['plain']:.2f}x |")
+            ratios = [t[k] / t["plain"] for k in ("node", "node_interp", "diverged", "diverged_interp")]
+            print(f"| {r['model']} | {r['batch']} | " + " | ".join(f"{x:.2f}x" for x in ratios) + " |")
     print("\nDiverged: the first float value (" + ", ".join(f"{r['model']}: {r['scaled']}" for r in rows[:2])
           + ") is scaled by 1.001; nodes reported diverged: "
           + ", ".join(f"{r['model']}/{r['batch']}: {r['n_diverged']} of {r['nodes'] + 1}" for r in rows) + ".")

@@ -9,10 +9,11 @@ about the live values of both graphs plus one comparison's temporaries, not ever
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -356,9 +357,34 @@ def _reseed_for(args: tuple[Any, ...], seed: int | None) -> None:
 
 
 def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...],
-                   match: str, key: Callable[[torch.fx.Node], Any], *, rtol: float, atol: float, progress: ProgressFn | None,
-                   cancel: CancelFn | None, seed: int | None, share: bool) -> DivergenceResult:
+                   match: str, key: Callable[[torch.fx.Node], Any], *, rtol: float, atol: float,
+                   progress: ProgressFn | None, cancel: CancelFn | None, seed: int | None,
+                   share: bool) -> DivergenceResult:
     """``run_divergence`` through a generated lockstep function (``divergence_codegen``)."""
+    with _gc_paused():
+        prepared = _prepare_generated(original, edited, match, key, progress, cancel, share)
+    return _run_prepared(*prepared, original, edited, args, rtol=rtol, atol=atol, progress=progress, cancel=cancel,
+                         seed=seed)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a while. The bookkeeping before and after a run makes a
+    few objects per node and frees none: on a large graph the collector would otherwise scan the
+    whole heap again and again (a third of the time at 8000 nodes)."""
+    collect = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collect:
+            gc.enable()
+
+
+def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, match: str,
+                       key: Callable[[torch.fx.Node], Any], progress: ProgressFn | None, cancel: CancelFn | None,
+                       share: bool) -> tuple:
+    """The schedule, program, table and shared positions of a generated run (cached when possible)."""
     onodes = list(original.graph.nodes)
     enodes = list(edited.graph.nodes)
     print_o, keep_o = codegen.fingerprint(onodes)
@@ -386,6 +412,15 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             sched.programs.pop(next(iter(sched.programs)))
         sched.programs[options] = prog
     table = codegen.fetch_table(prog, sched, graphs, modules)
+    return sched, prog, table, shared
+
+
+def _run_prepared(sched: codegen.Schedule, prog: codegen.Program, table: list, shared: frozenset[int],
+                  original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...], *,
+                  rtol: float, atol: float, progress: ProgressFn | None, cancel: CancelFn | None,
+                  seed: int | None) -> DivergenceResult:
+    """Run a prepared generated program and turn what it found into rows."""
+    onodes, enodes = sched.onodes, sched.enodes
     differing: dict[int, Any] = {}   # edited position -> TensorDiff, for the pairs not equal
     plain_pairs: set[int] = set()     # positions compared as two plain tensors of one dtype and shape
 
@@ -430,7 +465,6 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
 
     oin = iter(original.graph.process_inputs(*args))
     ein = iter(edited.graph.process_inputs(*args))
-    del modules
     _reseed_for(args, seed)
     failure = None
     out_of_memory = False
@@ -448,6 +482,16 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             failure = _failure(graph, node, exc, node.meta.get("fxs_id"))
             out_of_memory = _is_oom(exc)
     del table, oin, ein
+    with _gc_paused():
+        result = _rows(sched, shared, differing, stop, failure)
+    if out_of_memory:
+        _release_memory()
+    return result
+
+
+def _rows(sched: codegen.Schedule, shared: frozenset[int], differing: dict[int, Any], stop: int,
+          failure: NodeFailure | None) -> DivergenceResult:
+    """The result of a generated run that stopped before edited node ``stop`` (all: its length)."""
     result = DivergenceResult(removed=list(sched.removed), failure=failure)
     rows = result.nodes
     for i in range(stop):
@@ -465,12 +509,9 @@ def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             if result.first is None and row.status == "diverged":
                 result.first = row
             rows.append(row)
-    if failure is not None:
-        if failure.graph == "edited":
-            index, eid, name, op, target, counterpart = sched.rows[stop]
-            rows.append(NodeDivergence(index, eid, name, op, target, counterpart, "error", note=failure.message))
-        if out_of_memory:
-            _release_memory()
+    if failure is not None and failure.graph == "edited":
+        index, eid, name, op, target, counterpart = sched.rows[stop]
+        rows.append(NodeDivergence(index, eid, name, op, target, counterpart, "error", note=failure.message))
     return result
 
 

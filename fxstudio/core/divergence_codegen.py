@@ -6,18 +6,21 @@ node on top of the op, more than a small model's ops themselves. Here the whole 
 is written out once as straight-line code, as ``GraphModule`` does for a plain forward: each node
 is one line with plain local variables, the original is advanced up to each edited node's
 counterpart before that node runs (so random draws line up as in the Interpreter run), each
-matched pair is handed to ``_cmp``/``_dif`` right after the edited node, and ``del`` drops every
-value at the point the Interpreter run releases it (so peak memory is the same).
+matched pair is handed to a comparison right after the edited node, and ``del`` drops every
+value at the point the Interpreter run releases it (so peak memory is the same). A node shared
+with the original (``same_computation``) is an alias of the original's variable.
 
 Callables, submodules, attributes and constants that are not literals come in through a table
-fetched from the graphs at each call, so a cached program never holds stale objects. Programs are
-cached on the edited graph, keyed by a fingerprint of both graphs (every node's op, target,
-arguments, name and match key) and the run's options; an edit changes the fingerprint.
+read from the graphs at each call, so a cached program never holds stale objects. Schedules and
+their programs are cached on the edited graph, keyed by a fingerprint of both graphs (every
+node's op, target, argument objects, name and id) and the run's options; an edit changes the
+fingerprint. The structural half of ``same_computation`` is cached with them, the weights part is
+checked at every run (``shared_positions``).
 
 A node that raises is found from the traceback's line number (one line per node). What the
 generator cannot express (method names that are not identifiers, keyword names that are not,
-duplicated match keys, a missing submodule or attribute) raises ``Unsupported`` and the caller
-uses the Interpreter path.
+duplicated match keys, a missing submodule or attribute, in-place ops) raises ``Unsupported``
+and the caller uses the Interpreter path.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from __future__ import annotations
 import itertools
 import keyword
 import math
-import weakref
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +54,7 @@ class Schedule:
     fingerprint: tuple
     match: str                             # "id" or "name"
     keep: list                             # argument objects whose ids the fingerprint holds
-    original_graph: weakref.ref
+    original_graph: torch.fx.Graph
     onodes: list[torch.fx.Node]
     enodes: list[torch.fx.Node]
     counter_pos: list[int]                 # per edited node: its counterpart's position, -1 if none
@@ -64,6 +66,7 @@ class Schedule:
     mutating: bool                         # a node may write in place whatever its submodules do
     module_nodes: list[tuple[str, int]]    # ("original"|"edited", position) of call_module nodes
     programs: dict[tuple, "Program"] = field(default_factory=dict)
+    resolved: tuple | None = None          # submodules found last time, and the links to check (fetch_modules)
 
 
 @dataclass
@@ -104,20 +107,21 @@ def cached_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule
     if not cache:
         return None
     for sched in cache:
-        if sched.original_graph() is not original.graph or sched.match != match:
+        if sched.original_graph is not original.graph or sched.match != match:
             continue
         try:
             if sched.fingerprint == prints:
                 cache.remove(sched)
                 cache.insert(0, sched)
                 return sched
-        except Exception:  # noqa: BLE001 - constants whose == is not a bool (tensors): not the same
+        except Exception:  # noqa: BLE001 - a target whose == is not a bool: not the same
             pass
     return None
 
 
 def remember_schedule(edited: torch.fx.GraphModule, sched: Schedule) -> None:
-    """Keep ``sched`` on the edited graph (it lives and dies with the graph)."""
+    """Keep ``sched`` on the edited graph: it lives and dies with the graph (a copy of the graph
+    does not carry it), and holds the original graph while it is there."""
     cache = getattr(edited.graph, _CACHE_ATTR, None)
     if cache is None:
         cache = []
@@ -168,7 +172,7 @@ def build_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             elif may_mutate(node):
                 mutating = True
     plan = _share_plan(onodes, enodes, counter_pos, key)
-    return Schedule(prints, match, keep, weakref.ref(original.graph), onodes, enodes, counter_pos, removed, rows,
+    return Schedule(prints, match, keep, original.graph, onodes, enodes, counter_pos, removed, rows,
                     _expect_equal(plan), plan, _rearranges(enodes, counter_pos, plan), mutating, module_nodes)
 
 
@@ -269,8 +273,15 @@ def _expect_equal(plan: list[tuple | None]) -> list[bool]:
 def shared_positions(sched: Schedule, original: torch.fx.GraphModule, edited: torch.fx.GraphModule) -> frozenset[int]:
     """Positions of the edited nodes ``same_computation(original, edited, key)`` returns, from the
     cached structural half plus the state checks (attribute tensors, submodules) made now."""
-    from fxstudio.core.same_computation import _fetch as fetch_attr
     from fxstudio.core.same_computation import _same_tensor, same_module
+
+    memos: dict[int, dict[str, Any]] = {id(original): {}, id(edited): {}}
+
+    def fetch_attr(module: torch.nn.Module, target: str) -> Any:
+        try:  # same_computation's _fetch (None when missing), with the walk memoised
+            return _fetch(module, target, memos[id(module)])
+        except Unsupported:
+            return None
 
     same: set[int] = set()
     verdicts: dict[str, bool] = {}
@@ -380,15 +391,44 @@ def _fetch(module: torch.nn.Module, target: str, memo: dict[str, Any] | None = N
 
 def fetch_modules(sched: Schedule, graphs: dict[str, torch.fx.GraphModule]) -> dict[tuple[str, int], Any]:
     """The submodule of every ``call_module`` node, by (graph, position); ``Unsupported`` when one
-    is missing or may write in place (``inplace=True``: the Interpreter path snapshots values)."""
+    is missing or may write in place (``inplace=True``: the Interpreter path snapshots values).
+
+    The modules found last time are reused when every link of their paths still holds (each
+    container's ``_modules`` entry is the same object): one dict lookup per path step instead of
+    a walk down every dotted path."""
+    found = None
+    if sched.resolved is not None:
+        roots, links, modules = sched.resolved
+        if roots[0] is graphs["original"] and roots[1] is graphs["edited"] and all(
+                parent._modules.get(atom) is child for parent, atom, child in links):
+            found = modules
+    if found is None:
+        found = _resolve_modules(sched, graphs)
+    for module in found.values():
+        attrs = getattr(module, "__dict__", None)
+        flag = attrs.get("inplace", _MISSING) if attrs is not None else _MISSING
+        if flag is True or (flag is _MISSING and _inplace(module)):
+            raise Unsupported("a submodule works in place")
+    return found
+
+
+def _resolve_modules(sched: Schedule, graphs: dict[str, torch.fx.GraphModule]) -> dict[tuple[str, int], Any]:
     nodes = {"original": sched.onodes, "edited": sched.enodes}
     memos: dict[str, dict[str, Any]] = {"original": {}, "edited": {}}
     found = {}
     for side, pos in sched.module_nodes:
-        module = _fetch(graphs[side], nodes[side][pos].target, memos[side])
-        if _inplace(module):
-            raise Unsupported("a submodule works in place")
-        found[side, pos] = module
+        found[side, pos] = _fetch(graphs[side], nodes[side][pos].target, memos[side])
+    # The links to check next time: every path prefix that is a registered submodule.
+    links: list[tuple] = []
+    cacheable = True
+    for side, memo in memos.items():
+        for path, child in memo.items():
+            parent_path, _, atom = path.rpartition(".")
+            parent = memo[parent_path] if parent_path else graphs[side]
+            if not isinstance(parent, torch.nn.Module) or parent._modules.get(atom) is not child:
+                cacheable = False  # reached by plain getattr: resolve again every time
+            links.append((parent, atom, child))
+    sched.resolved = ((graphs["original"], graphs["edited"]), links, found) if cacheable else None
     return found
 
 
@@ -408,6 +448,7 @@ def fetch_table(prog: Program, sched: Schedule, graphs: dict[str, torch.fx.Graph
                 modules: dict[tuple[str, int], Any]) -> list[Any]:
     """The objects a program's table holds, read from the graphs as they are now."""
     nodes = {"original": sched.onodes, "edited": sched.enodes}
+    memos: dict[str, dict[str, Any]] = {"original": {}, "edited": {}}
     out = []
     for how in prog.slots:
         kind, side, pos = how[0], how[1], how[2]
@@ -417,7 +458,7 @@ def fetch_table(prog: Program, sched: Schedule, graphs: dict[str, torch.fx.Graph
         elif kind == "module":
             out.append(modules[side, pos])
         elif kind == "attr":
-            out.append(_fetch(graphs[side], node.target))
+            out.append(_fetch(graphs[side], node.target, memos[side]))
         elif kind == "const":
             out.append(_walk(node.args if how[3] == "args" else node.kwargs, how[4:]))
         elif kind == "type":

@@ -103,7 +103,8 @@ def test_the_export_tracers_aten_graph_gives_the_interpreters_rows():
     assert any(n.op == "get_attr" for n in doc.original.graph.nodes)
     for share in (False, True):
         assert both(doc.original, doc.module(), args, share=share).first is None
-    doc.apply_edit({"op": "set_target", "match": "torch.ops.aten.gelu.default", "target": "torch.ops.aten.relu.default"})
+    doc.apply_edit({"op": "set_target", "match": "torch.ops.aten.gelu.default",
+                    "target": "torch.ops.aten.relu.default"})
     result = both(doc.original, doc.module(), args)
     assert result.first is not None and result.first.target == "torch.ops.aten.relu.default"
 
@@ -342,10 +343,12 @@ def test_node_diff_gives_diff_values_figures(dtype, tol):
     with_nan[1, 5] = float("nan")
     cases += [(big, big.clone()), (big, bumped), (big, big * 1.01), (big, with_nan), (with_nan, with_nan.clone()),
               (big.t(), big.t().contiguous()), (big[:, ::3], bumped[:, ::3]), (big, big.expand(3, 40_000))]
+    other_dtype = torch.float32 if dtype == torch.float64 else torch.float64
     cases += [(torch.ones(3, dtype=dtype), torch.ones(3, dtype=dtype).expand(3)),
               (torch.ones(3, dtype=dtype), torch.ones(4, dtype=dtype)),
-              (torch.ones(3, dtype=dtype), torch.ones(3, dtype=torch.float64 if dtype != torch.float64 else torch.float32)),
-              (torch.arange(5), torch.arange(5) + (torch.arange(5) == 4)), (3, 3), (3, 4), ((1, 2), (1, 2))]
+              (torch.ones(3, dtype=dtype), torch.ones(3, dtype=other_dtype)),
+              (torch.arange(5), torch.arange(5) + (torch.arange(5) == 4)), (3, 3), (3, 4), ((1, 2), (1, 2)),
+              (torch.Size([2, 3]), torch.Size([2, 3])), (torch.Size([2, 3]), torch.Size([2, 4])), (3, 3.0)]
     scratch = DiffScratch()
     for ref, new in cases:
         expected = diff_values(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
@@ -423,3 +426,15 @@ def test_rearranging_nodes_repeat_their_inputs_comparison_exactly():
     both(gm, ed, (x,), share=False)
     both(gm, ed, (x.abs() + 1,), share=False)
     both(gm, ed, (x.abs() + 1,), share=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
+def test_cuda_runs_give_the_interpreters_rows():
+    doc = doc_for("residual_cnn.py")
+    original = copy.deepcopy(doc.original).cuda()
+    args = tuple(a.cuda() for a in doc.loaded.example_inputs)
+    for edited in (copy.deepcopy(doc.original), copy.deepcopy(scale_first_value(doc.original))):
+        edited = edited.cuda()
+        for share in (False, True):
+            result = both(original, edited, args, share=share)
+            assert result.failure is None
