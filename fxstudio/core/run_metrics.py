@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from fxstudio.core import fused_diff
+
 SAMPLE_LIMIT = 20_000
 """At most this many values of an output are kept for the GUI's scatter and histogram."""
 
@@ -143,7 +145,11 @@ def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: boo
         work = _WORK_DTYPE.get(dtype)
         if (work is not None and new.dtype is dtype and ref.layout is torch.strided and new.layout is torch.strided
                 and ref.shape == new.shape and ref.device == new.device):
-            if expect_equal:
+            # The fused pass tests equality itself, in the same read, and beats torch.equal below
+            # 64K elements; above, numpy's equality test is ~2x faster than it (no division), so
+            # it goes first unless the first elements already differ.
+            if expect_equal and not (fused_diff.AVAILABLE and ref.is_cpu and work is dtype
+                                     and (ref.numel() < _NODE_NUMPY_EQUAL_MIN or _head_differs(ref, new))):
                 # tensors_equal's test, without its checks (done above) and numpy's wrapper
                 if dtype is torch.bfloat16 or ref.numel() < _NODE_NUMPY_EQUAL_MIN or not ref.is_cpu:
                     if torch.equal(ref, new):
@@ -162,7 +168,8 @@ def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: boo
 
 
 def _as_numpy(t: torch.Tensor) -> np.ndarray:
-    return t.detach().numpy() if t.requires_grad else t.numpy()
+    t = t.detach() if t.requires_grad else t
+    return t.resolve_neg().numpy() if t.is_neg() else t.numpy()
 
 
 class DiffScratch:
@@ -228,6 +235,18 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
     e = new.detach() if new.requires_grad else new
     if work is not ref.dtype:
         o, e = o.to(work), e.to(work)
+    if o.is_neg() or e.is_neg():  # a lazily negated view: its memory holds the other sign
+        o, e = o.resolve_neg(), e.resolve_neg()
+    if o.is_cpu and fused_diff.AVAILABLE and rtol >= 0 and atol >= 0:
+        fused = _fused_cpu(o, e, rtol, atol)
+        if fused is not None:
+            max_abs, score, saw_nan, equal = fused
+            if equal:  # x == y everywhere: torch.equal's verdict (NaN unequal, -0 == +0)
+                return None
+            if saw_nan or max_abs == 0.0:  # NaN, or a flush-to-zero mode hid a difference
+                diff = diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
+                return None if diff.equal else diff
+            return _float_result(max_abs, score, rtol, atol)
     if o.is_cpu:
         # numpy's floating-point warnings off: inf - inf and 0/0 are expected (torch is silent)
         if _QUIET is not None:
@@ -255,10 +274,51 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
     if math.isnan(max_abs):  # NaN somewhere (or the corner above): the full comparison decides
         diff = diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
         return None if diff.equal else diff
+    return _float_result(max_abs, score, rtol, atol)
+
+
+def _float_result(max_abs: float, score: float, rtol: float, atol: float) -> TensorDiff:
     if not (atol > 0 or rtol > 0) or math.isnan(score):
         score = math.inf  # no tolerance at all, or 0/0 or inf/inf in the score: as diff_tensors
     note = "" if max_abs != math.inf else "infinite difference"
     return TensorDiff(max_abs, math.nan, score, score <= 1.0, None, False, note)
+
+
+def _fused_cpu(o: torch.Tensor, e: torch.Tensor, rtol: float, atol: float) -> tuple[float, float, bool, bool] | None:
+    """``fused_diff``'s one pass over two CPU tensors of the working dtype, read as flat arrays in
+    memory order (every figure is invariant under a common permutation of the elements); None
+    when they have no such common order (slices, expanded values), or the kernel is unavailable."""
+    if not (o.is_contiguous() and e.is_contiguous()):
+        order = sorted(range(o.dim()), key=lambda i: -o.stride(i))
+        o = o.permute(order)
+        e = e.permute(order)
+        if not (o.is_contiguous() and e.is_contiguous()):
+            return None
+    r, a = _scalars(_NUMPY_DTYPE[o.dtype], rtol, atol)
+    return fused_diff.fused_max_abs_and_score(o.data_ptr(), e.data_ptr(), o.numel(), r, a)
+
+
+def _head_differs(ref: torch.Tensor, new: torch.Tensor) -> bool:
+    """Whether the first elements in memory of two contiguous float32/float64 CPU tensors differ
+    (False when unsure), by the fused kernel on a short head."""
+    if not (ref.is_contiguous() and new.is_contiguous()) or ref.is_neg() or new.is_neg():
+        return False
+    found = fused_diff.fused_max_abs_and_score(ref.data_ptr(), new.data_ptr(), min(ref.numel(), _HEAD),
+                                               *_scalars(_NUMPY_DTYPE[ref.dtype], 0.0, 1.0))
+    return found is not None and not found[3]
+
+
+_HEAD = 256
+_NUMPY_DTYPE = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
+
+
+def _scalars(dtype: np.dtype, rtol: float, atol: float) -> tuple[Any, Any]:
+    """rtol and atol in the working dtype, as torch rounds a Python scalar."""
+    key = (dtype, rtol, atol)
+    scalars = _SCALARS.get(key)
+    if scalars is None:
+        scalars = _SCALARS[key] = (dtype.type(rtol), dtype.type(atol))
+    return scalars
 
 
 def _cpu_max_abs_and_score(o: torch.Tensor, e: torch.Tensor, n: int, rtol: float, atol: float,
@@ -269,11 +329,7 @@ def _cpu_max_abs_and_score(o: torch.Tensor, e: torch.Tensor, n: int, rtol: float
     inf/inf. Large tensors go in cache-sized slices through two work arrays."""
     x = o.numpy()
     y = e.numpy()
-    key = (x.dtype, rtol, atol)
-    scalars = _SCALARS.get(key)
-    if scalars is None:  # rtol and atol in the working dtype, as torch rounds a Python scalar
-        scalars = _SCALARS[key] = (x.dtype.type(rtol), x.dtype.type(atol))
-    r, a = scalars
+    r, a = _scalars(x.dtype, rtol, atol)
     need_score = atol > 0 or rtol > 0
     if n <= _DIFF_CHUNK:
         if x.ndim == 0:  # numpy gives scalars, not arrays, for 0-d operands
