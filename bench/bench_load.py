@@ -3,6 +3,8 @@
 ``python -m bench.bench_load`` (``--quick``: a ~1k-node model). The model is written as a ``.py``
 file and opened the way the app opens it (``load_model``): run the file, build the module, trace
 with stack traces, fake-tensor shape propagation, module paths and source lines on every node.
+Then the ``Document`` the app builds on it: its open time, and the weights the model, its graph
+and the document hold together (shared, so about 1× the model's).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch.fx
 
 def main(argv: list[str]) -> int:
     """Write the model, time each step, print ratios and a markdown table."""
+    from fxstudio.core.document import Document
     from fxstudio.core.loading import load_model
     from torch.fx.passes.shape_prop import ShapeProp
 
@@ -48,6 +51,10 @@ def main(argv: list[str]) -> int:
         t_shapes = best_time(lambda: propagate_shapes(gm, inputs, []), repeats, clock=time.process_time, warm_up=True)
         t_annotate = best_time(lambda: annotate(gm, inputs, user_file=path, notes=[]), repeats, clock=time.process_time, warm_up=True)
         t_load = best_time(lambda: load_model(path), repeats, clock=time.process_time, warm_up=True)
+        t_open = best_time(lambda: Document(loaded), repeats, clock=time.process_time, warm_up=True)
+        doc = Document(loaded)
+        model_bytes = _tensor_bytes(loaded.module)
+        held_bytes = _tensor_bytes(loaded.module, loaded.graph_module, doc.original, doc.edited)
 
     rows = [
         ("plain forward pass (reference)", t_forward),
@@ -57,6 +64,7 @@ def main(argv: list[str]) -> int:
         ("fake-tensor shape propagation (fxstudio)", t_shapes),
         ("all metadata (shapes + paths + sources)", t_annotate),
         ("load_model total (run file, build, trace, metadata)", t_load),
+        ("Document open (graph copies + compiles, weights shared)", t_open),
     ]
     print(
         f"model: {blocks} residual blocks, {nodes} nodes, input {batch}×{width}; "
@@ -72,7 +80,22 @@ def main(argv: list[str]) -> int:
         f"load + trace + metadata of {nodes} nodes: {t_load:.2f} s "
         f"= {t_load / t_forward:.0f}× a forward pass, {t_load / t_plain_trace:.1f}× a plain symbolic_trace"
     )
+    print(
+        f"weights held by the model, its graph and an open document: {held_bytes / 2**20:.1f} MiB "
+        f"= {held_bytes / model_bytes:.2f}× the model's {model_bytes / 2**20:.1f} MiB"
+    )
     return 0
+
+
+def _tensor_bytes(*modules) -> int:
+    """Bytes of the distinct storages behind the modules' parameters, buffers and tensor attributes."""
+    from fxstudio.core.module_state import state_tensors
+
+    storages = {}
+    for module in modules:
+        for t in state_tensors(module):
+            storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    return sum(storages.values())
 
 
 if __name__ == "__main__":

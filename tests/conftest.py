@@ -12,6 +12,26 @@ import pytest  # noqa: E402
 from fxstudio.resources import EXAMPLES_DIR  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _qt_garbage_on_the_gui_thread(request):
+    """After a Qt test, delete the windows and widgets it closed here, on the GUI thread.
+
+    ``deleteLater`` waits for an event loop, and widgets caught in reference cycles wait for the
+    cyclic garbage collector, which runs on whichever thread allocates next: often a loading
+    worker of the next test, and Qt crashes deleting a widget off the GUI thread.
+    """
+    yield
+    if "qtbot" not in request.fixturenames:
+        return
+    import gc
+
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    gc.collect()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+
+
 @pytest.fixture
 def examples_dir():
     """The folder of the built-in example models."""

@@ -23,6 +23,7 @@ from fxstudio.core.divergence import (
     run_divergence,
 )
 from fxstudio.core.errors import RunError
+from fxstudio.core.module_state import CannotCopy, run_copy, tensors_at, writes_buffers, written_paths
 from fxstudio.core.run_inputs import dtype_name, inputs_for_run, module_for_run, parse_run_dtype
 from fxstudio.core.run_metrics import diff_values, flatten_outputs, median_time_ms, reseed, sample_pair
 
@@ -237,6 +238,8 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
     ``eval_mode`` a module left in training mode is run as an eval-mode copy (noted). With
     ``share_unchanged`` the node-by-node run computes nodes upstream of every edit once (they are
     equal by construction, reported ``equal`` with ``shared``); without it every node runs twice.
+    The three modules are never changed (a document's share their weights): where a run could
+    write into a module's state, each phase runs a copy that owns it, starting from the same state.
     """
     device = check_device(device)
     run_dtype = parse_run_dtype(dtype)
@@ -249,17 +252,17 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
         report.notes.append("the graphs carry no stable node ids: nodes were matched by name")
 
     try:
-        mods = {}
+        memo: dict[int, Any] = {}  # one memo for the three moves: weights they share are moved once
+        runners = {}
+        written = written_paths(traced)
         for label, module in (("original", original), ("traced", traced), ("edited", edited)):
-            moved = module_for_run(module, device, run_dtype)
-            if eval_mode and _mode_matters(moved):
-                if moved is module:
-                    moved = copy.deepcopy(module)
-                moved.eval()
-                if label == "original":
-                    report.notes.append("the model was in training mode; it was run in eval mode "
-                                        "(dropout off, batch norm using its running statistics)")
-            mods[label] = moved
+            moved = module_for_run(module, device, run_dtype, memo=memo)
+            paths = written | written_paths(moved) if label == "edited" else written
+            runners[label] = _Runner(moved, eval_mode=eval_mode, written=paths)
+            if label == "original" and runners[label].evaluated:
+                report.notes.append("the model was in training mode; it was run in eval mode "
+                                    "(dropout off, batch norm using its running statistics)")
+        mods = {label: runner.get() for label, runner in runners.items()}
         args = inputs_for_run(tuple(inputs), device, run_dtype)
     except torch.OutOfMemoryError as exc:
         raise RunError(f"Out of memory moving the model to {device}: {exc}") from None
@@ -268,6 +271,8 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
         div = run_divergence(mods["traced"], mods["edited"], args, rtol=rtol, atol=atol, match=match,
                              progress=step.nodes, cancel=is_cancelled, seed=seed, share=share_unchanged)
         _take_divergence(report, div)
+        # The output runs start from the state the node-by-node run started from.
+        mods["traced"], mods["edited"] = runners["traced"].get(), runners["edited"].get()
 
     # A graph that writes into its inputs gets fresh copies for every call, the caller's untouched.
     fresh = graph_may_mutate(traced) or graph_may_mutate(edited)
@@ -285,7 +290,7 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
             if label == "original":
                 raise RunError(f"The original model fails on these inputs ({type(exc).__name__}: {exc}); "
                                "check the input shapes and dtype.") from None
-            report.error = _locate_failure(mods["traced"], mods[label], args, exc, label, match, seed)
+            report.error = _locate_failure(runners["traced"].get(), runners[label].get(), args, exc, label, match, seed)
             continue
         report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, feed(), seed, device),
                                                   device=device, repeats=repeats, cancel=is_cancelled)
@@ -304,6 +309,35 @@ def _mode_matters(module: torch.nn.Module) -> bool:
     """True when a submodule in training mode would behave differently in eval mode."""
     kinds = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase)
     return any(m.training and isinstance(m, kinds) for m in module.modules())
+
+
+class _Runner:
+    """One of the three modules of a comparison, as each phase of the run gets it.
+
+    The document's modules share their weights with the model as loaded, so a run must not write
+    into them: when running may change a module's state (its mode is switched to eval, a batch
+    norm in training mode updates its statistics, the graph writes into a weight in place, or
+    user code owns buffers) each phase gets a fresh ``module_state.run_copy`` (own module objects
+    and buffers, written weights cloned, other weights shared); otherwise the module runs as it is.
+    """
+
+    def __init__(self, module: torch.nn.Module, *, eval_mode: bool, written: set[str]):
+        self.module = module
+        self.evaluated = eval_mode and _mode_matters(module)
+        self.clone = tensors_at(module, written)
+        self.copied = self.evaluated or bool(self.clone) or writes_buffers(module)
+
+    def get(self) -> torch.nn.Module:
+        """The module to run in the next phase."""
+        if not self.copied:
+            return self.module
+        try:
+            module = run_copy(self.module, clone=self.clone)
+        except CannotCopy:  # a TorchScript module: a plain deep copy
+            module = copy.deepcopy(self.module)
+        if self.evaluated:
+            module.eval()
+        return module
 
 
 def _take_divergence(report: CompareReport, div: DivergenceResult) -> None:

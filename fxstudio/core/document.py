@@ -8,7 +8,6 @@ a refused edit is rolled back and changes nothing. Recompiling the edited module
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,6 +24,7 @@ from fxstudio.core.edits.state import ID_KEY, Changes, EditState
 from fxstudio.core.edits.validation import check_fields
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.model import LoadedModel
+from fxstudio.core.module_state import share_graph_module
 
 __all__ = ["Document", "DocumentEvent", "FORMAT", "load_script", "replay", "save_script"]
 
@@ -66,10 +66,14 @@ class Document:
 
     def __init__(self, loaded: LoadedModel):
         self.loaded = loaded
-        self.original: torch.fx.GraphModule = copy.deepcopy(loaded.graph_module)
+        # Both graph modules get their own graph (and node.meta dicts) but share the loaded one's
+        # submodules, parameters and buffers: the weights are held once. Nothing writes into them:
+        # edits only change the graph and the edited root's own submodule table, shapes are
+        # refreshed on fake copies, and runs/exports work on copies (fxstudio.core.module_state).
+        self.original: torch.fx.GraphModule = share_graph_module(loaded.graph_module)
         for i, node in enumerate(self.original.graph.nodes):
             node.meta[ID_KEY] = i
-        self.edited: torch.fx.GraphModule = copy.deepcopy(self.original)
+        self.edited: torch.fx.GraphModule = share_graph_module(self.original)
         self._state = EditState(self.edited, len(self.original.graph.nodes), loaded.user_module)
         self._commands: list[Command] = []
         self._index = 0

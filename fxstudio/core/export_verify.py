@@ -82,23 +82,23 @@ def plain(value: Any) -> Any:
 
 
 def reference_outputs(module: torch.nn.Module, inputs: tuple) -> Any:
-    """Run ``module`` on a copy of ``inputs`` under the verification seed, leaving its buffers as they were."""
-    buffers = {k: v.detach().clone() for k, v in module.named_buffers()}
+    """Run ``module`` on a copy of ``inputs`` under the verification seed, leaving its state as it was.
+
+    A document's modules share their weights and buffers with the model as loaded: when the run
+    may write into them (batch norm statistics, in-place ops) it runs on a copy that owns them.
+    """
+    from fxstudio.core.module_state import copy_to_run
+
     copied = tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in inputs)
     torch.manual_seed(SEED)
     try:
         with torch.no_grad():
-            out = module(*copied)
+            out = copy_to_run(module)(*copied)
     except Exception as exc:  # noqa: BLE001 - the user's graph may raise anything
         raise ExportError(
             f"the model itself fails on its example inputs ({type(exc).__name__}: {exc}); "
             "fix the graph before exporting, or export without verification."
         ) from None
-    finally:
-        with torch.no_grad():
-            for k, v in module.named_buffers():
-                if k in buffers and v.shape == buffers[k].shape:
-                    v.copy_(buffers[k])
     return plain(out)
 
 

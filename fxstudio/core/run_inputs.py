@@ -175,10 +175,15 @@ def inputs_for_run(inputs: tuple[Any, ...], device: str | torch.device, dtype: t
     return tuple(_convert(v, torch.device(device), dtype) for v in inputs)
 
 
-def module_for_run(module: torch.nn.Module, device: str | torch.device, dtype: torch.dtype | None) -> torch.nn.Module:
+def module_for_run(module: torch.nn.Module, device: str | torch.device, dtype: torch.dtype | None,
+                   *, memo: dict[int, Any] | None = None) -> torch.nn.Module:
     """``module`` itself when it already lives on ``device`` in ``dtype``, else a moved deep copy.
 
     The caller's module is never changed: the document's modules stay where the user left them.
+    (Running ``module`` itself may still write into its buffers: ``compare_models`` decides when
+    a run needs a copy.) ``memo``, shared by several calls, is ``copy.deepcopy``'s: modules that
+    share weights (a document's original and edited graphs, the model as loaded) then share the
+    moved weights too, which are moved once.
     """
     device = torch.device(device)
     tensors = list(module.parameters()) + list(module.buffers())
@@ -187,7 +192,7 @@ def module_for_run(module: torch.nn.Module, device: str | torch.device, dtype: t
     right_dtype = dtype is None or all(t.dtype == dtype for t in tensors if t.is_floating_point())
     if on_device and right_dtype:
         return module
-    moved = copy.deepcopy(module)
+    moved = copy.deepcopy(module, memo if memo is not None else {})
     moved = moved.to(device=device, dtype=dtype) if dtype is not None else moved.to(device=device)
     # Tensor constants that tracing stored as plain attributes (``_tensor_constant0``) are neither
     # parameters nor buffers, so ``.to`` leaves them behind.

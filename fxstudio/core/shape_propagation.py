@@ -13,6 +13,8 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
+from fxstudio.core.module_state import copy_to_run
+
 
 def propagate_shapes(gm: torch.fx.GraphModule, example_inputs: tuple, notes: list[str]) -> str:
     """Fill ``tensor_meta`` on every node of ``gm``; returns ``"fake"``, ``"real"`` or ``"none"``.
@@ -28,7 +30,10 @@ def propagate_shapes(gm: torch.fx.GraphModule, example_inputs: tuple, notes: lis
     _clear(gm)
     try:
         with torch.no_grad(), _quiet():
-            ShapeProp(gm).propagate(*example_inputs)
+            # On a copy that owns what the run may write (batch norm statistics in training mode,
+            # in-place ops on buffers): it shares the graph, which receives the metadata, and the
+            # weights; the model as loaded keeps its state.
+            ShapeProp(copy_to_run(gm)).propagate(*example_inputs)
         notes.append(
             f"shapes come from a real forward run: fake-tensor propagation failed ({fake_error})"
         )

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import heapq
 import logging
+import threading
 import warnings
+import weakref
 from typing import Any
 
 import torch
@@ -18,10 +20,11 @@ import torch.fx
 from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
 from fxstudio.core.metadata import dtype_name
+from fxstudio.core.module_state import CannotCopy, run_copy
 
 DEFAULT_BUDGET = 128  # node evaluations per edit (~0.3-1 ms each) before the rest is marked unknown
 _UNKNOWN = object()
-_SHARED_MODE = None
+_LOCAL = threading.local()  # the fake mode of each thread that edits (a mode is not thread-safe)
 _MAX_DEPTH = 64  # how far up to evaluate inputs that recorded no metadata (x.shape[0] chains)
 _META_KEYS = ("tensor_meta", "fxs_shape", "fxs_dtype", "fxs_shape_error")
 
@@ -37,14 +40,8 @@ class ShapeRefresher:
 
     @property
     def mode(self):
-        """The fake mode, shared by all documents of the process (its caches then stay warm);
-        created on first use since it costs an import. Edits run on one thread."""
-        global _SHARED_MODE
-        if _SHARED_MODE is None:
-            from torch._subclasses.fake_tensor import FakeTensorMode
-
-            _SHARED_MODE = FakeTensorMode(allow_non_fake_inputs=True)
-        return _SHARED_MODE
+        """The fake mode of this thread, shared by all its documents (see ``fake_mode``)."""
+        return fake_mode()
 
     def refresh(self, nodes: list[torch.fx.Node], budget: int | None | str = "default") -> set[torch.fx.Node]:
         """Recompute ``nodes`` and, transitively, users whose inputs changed; returns the nodes
@@ -133,7 +130,11 @@ class ShapeRefresher:
             if node.op == "call_method":
                 return getattr(args[0], node.target)(*args[1:], **kwargs), None
             if node.op == "call_module":
-                return self.gm.get_submodule(node.target)(*args, **kwargs), None
+                try:
+                    module = _fake_module(self.gm.get_submodule(node.target))
+                except CannotCopy:  # a TorchScript submodule: its shape stays unknown
+                    return _UNKNOWN, None
+                return module(*args, **kwargs), None
         except (RuntimeError, ValueError, TypeError, IndexError, AttributeError, KeyError, AssertionError) as exc:
             if _is_fake_limitation(exc):
                 return _UNKNOWN, None
@@ -163,6 +164,32 @@ class ShapeRefresher:
         after = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
         # non-tensor results (sizes, tuples of ints) are not recorded: always let users recompute
         return before != after or (meta is None and value is not _UNKNOWN)
+
+
+def fake_mode():
+    """The ``FakeTensorMode`` of the calling thread, made on first use and shared by every document
+    edited on that thread. Making one is cheap once ``torch._dynamo`` is imported (which loading a
+    model's shapes under a fake mode already does); its dispatch cache is process-wide."""
+    mode = getattr(_LOCAL, "mode", None)
+    if mode is None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        mode = _LOCAL.mode = FakeTensorMode(allow_non_fake_inputs=True)
+        _LOCAL.modules = weakref.WeakKeyDictionary()
+    return mode
+
+
+def _fake_module(module: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``module`` whose parameters and buffers are fake tensors of this thread's mode,
+    made once per module. A real module must not run here: under a fake mode an in-place op on
+    real tensors still runs for real (a batch norm in training mode counts ``num_batches_tracked``
+    up), and the document's modules share their tensors with the loaded model."""
+    cache = _LOCAL.modules
+    fake = cache.get(module)
+    if fake is None:
+        mode = fake_mode()
+        fake = cache[module] = run_copy(module, parameters=mode.from_tensor, buffers=mode.from_tensor)
+    return fake
 
 
 @contextlib.contextmanager
