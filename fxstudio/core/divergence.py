@@ -528,15 +528,8 @@ def _run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
     orig.feed(clone_tensors(args) if fresh else args)
     edit.feed(clone_tensors(args) if fresh else args)
     shared = same_computation(original, edited, key) if share and not fresh else set()
-    targets: dict[Any, str] = {}
     snapshots: dict[torch.fx.Node, Any] = {}  # values as computed, before an in-place op changed them
-
-    def target_text(node: torch.fx.Node) -> str:
-        t = node.target
-        try:
-            return targets[t] if t in targets else targets.setdefault(t, format_target(node))
-        except TypeError:  # an unhashable target
-            return format_target(node)
+    target_text = codegen.memoized_by_target(format_target)
     orig_keys = [key(n) for n in orig.nodes]
     edit_keys = [key(n) for n in edit.nodes]
     orig_by_key = {}

@@ -152,15 +152,7 @@ def build_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
     counter_pos = [orig_pos.get(k, -1) if k is not None else -1 for k in ekeys]
     edited_keys = set(ekeys) - {None}
     removed = [n.name for n, k in zip(onodes, okeys) if k not in edited_keys]
-    texts: dict[Any, str] = {}
-
-    def text(node: torch.fx.Node) -> str:
-        t = node.target
-        try:
-            return texts[t] if t in texts else texts.setdefault(t, target_text(node))
-        except TypeError:  # an unhashable target
-            return target_text(node)
-
+    text = memoized_by_target(target_text)
     rows = [(i, n.meta.get("fxs_id"), n.name, n.op, text(n), onodes[p].name if p >= 0 else None)
             for i, (n, p) in enumerate(zip(enodes, counter_pos))]
     mutating = False
@@ -636,3 +628,17 @@ def failing_line(prog: Program, exc: BaseException) -> tuple[str, int, int] | No
             return owner
         tb = tb.tb_next
     return None
+
+
+def memoized_by_target(text_of: Callable[[torch.fx.Node], str]) -> Callable[[torch.fx.Node], str]:
+    """``text_of`` remembered per node target: graphs call the same few targets over and over."""
+    texts: dict[Any, str] = {}
+
+    def text(node: torch.fx.Node) -> str:
+        t = node.target
+        try:
+            return texts[t] if t in texts else texts.setdefault(t, text_of(node))
+        except TypeError:  # an unhashable target
+            return text_of(node)
+
+    return text

@@ -18,11 +18,12 @@ from __future__ import annotations
 import copy
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
 
 import torch
 import torch.fx
 from torch.fx.graph_module import _CodeOnlyModule
+
+from fxstudio.core.same_computation import fetch_path
 
 __all__ = ["share_graph_module", "run_copy", "copy_to_run", "tensors_written_by", "written_paths", "writes_buffers",
            "tensors_at", "state_tensors", "CannotCopy"]
@@ -167,7 +168,7 @@ def tensors_written_by(gm: torch.fx.GraphModule, mutating: set[torch.fx.Node]) -
             continue
         seen.add(node)
         if node.op == "get_attr":
-            value = _fetch(gm, str(node.target))
+            value = fetch_path(gm, str(node.target))
             if isinstance(value, torch.Tensor):
                 written.add(id(value))
         stack.extend(node._input_nodes)
@@ -186,7 +187,7 @@ def written_paths(module: torch.nn.Module) -> set[str]:
         return set()
     ids = tensors_written_by(module, mutating)
     return {str(n.target) for n in module.graph.nodes
-            if n.op == "get_attr" and id(_fetch(module, str(n.target))) in ids}
+            if n.op == "get_attr" and id(fetch_path(module, str(n.target))) in ids}
 
 
 def writes_buffers(module: torch.nn.Module) -> bool:
@@ -205,7 +206,7 @@ def writes_buffers(module: torch.nn.Module) -> bool:
 
 def tensors_at(module: torch.nn.Module, paths: set[str]) -> set[int]:
     """Ids of the tensors of ``module`` at these attribute paths (paths it lacks are skipped)."""
-    return {id(t) for t in (_fetch(module, p) for p in paths) if isinstance(t, torch.Tensor)}
+    return {id(t) for t in (fetch_path(module, p) for p in paths) if isinstance(t, torch.Tensor)}
 
 
 def copy_to_run(module: torch.nn.Module, *, written: set[str] | None = None, force: bool = False) -> torch.nn.Module:
@@ -220,12 +221,3 @@ def copy_to_run(module: torch.nn.Module, *, written: set[str] | None = None, for
         return run_copy(module, clone=clone)
     except CannotCopy:
         return copy.deepcopy(module)
-
-
-def _fetch(module: torch.nn.Module, path: str) -> Any:
-    obj: Any = module
-    for part in path.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj

@@ -90,7 +90,8 @@ def _same_tensor(a: Any, b: Any) -> bool:
         return False
 
 
-def _fetch(gm: torch.nn.Module, path: str) -> Any:
+def fetch_path(gm: torch.nn.Module, path: str) -> Any:
+    """``gm.<path>`` along a dotted path, or None where a step is missing."""
     obj: Any = gm
     for part in path.split("."):
         obj = getattr(obj, part, None)
@@ -126,12 +127,12 @@ def same_computation(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
                         edit_placeholders.index(node) != orig_placeholders.index(other)):
                     continue
             elif node.op == "get_attr":
-                if not _same_tensor(_fetch(original, other.target), _fetch(edited, node.target)):
+                if not _same_tensor(fetch_path(original, other.target), fetch_path(edited, node.target)):
                     continue
             elif node.op == "call_module":
                 target = node.target
                 if target not in module_verdicts:
-                    module_verdicts[target] = same_module(_fetch(original, other.target), _fetch(edited, target))
+                    module_verdicts[target] = same_module(fetch_path(original, other.target), fetch_path(edited, target))
                 if not module_verdicts[target]:
                     continue
             same.add(node)
