@@ -29,6 +29,7 @@ from fxstudio.qt.graph_diff import GraphDiffView
 from fxstudio.qt.run_inputs_editor import InputsEditor
 from fxstudio.qt.run_plots import COLORS, RunPlots
 from fxstudio.qt.selection import SelectionModel
+from fxstudio.qt.workers import start_worker
 
 DTYPES = ["as loaded", "float32", "float16", "bfloat16"]
 REPEATS = 3
@@ -280,7 +281,7 @@ class RunPane(QWidget):
         self.progress.setValue(0)
         self.status.setText(f"Running on {device}…")
         self._update_enabled()
-        job.thread.start()
+        start_worker(job.thread)
 
     def cancel(self) -> None:
         """Ask the running comparison to stop at the next node."""

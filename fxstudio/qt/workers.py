@@ -8,12 +8,24 @@ daemons, so a detached task never keeps the application from exiting.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import traceback
 from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
+
+
+def start_worker(thread: threading.Thread) -> None:
+    """Start ``thread`` after collecting cyclic garbage here, on the GUI thread.
+
+    The cyclic collector runs on whichever thread happens to allocate when it triggers. Widgets
+    that were closed and dropped inside a reference cycle are deleted by that collection, and Qt
+    aborts when a widget is deleted off the GUI thread: a worker that starts tracing (many
+    allocations) must not be the one to find them."""
+    gc.collect()
+    thread.start()
 
 
 class TaskCancelled(Exception):
@@ -74,7 +86,7 @@ class BackgroundTask(QObject):
         self.started_at = time.perf_counter()
         ctx = TaskContext(self)
         self._thread = threading.Thread(target=self._work, args=(ctx,), name=f"fxstudio-{self.name}", daemon=True)
-        self._thread.start()
+        start_worker(self._thread)
         return self
 
     def _work(self, ctx: TaskContext) -> None:
