@@ -36,3 +36,14 @@ def _qt_garbage_on_the_gui_thread(request):
 def examples_dir():
     """The folder of the built-in example models."""
     return EXAMPLES_DIR
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One intra-op torch thread for the test (timings and OpenMP spinning on a shared machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -1,6 +1,9 @@
 """Per-node divergence: the original and the edited graph run side by side, node by node.
 
-Two ``torch.fx.Interpreter`` instances are stepped in lockstep. Each edited node runs, then the
+``run_divergence`` runs the lockstep schedule (``divergence_schedule``) as one generated function
+(``divergence_codegen``) and falls back to two ``torch.fx.Interpreter`` instances stepped in
+lockstep (below) for graphs with in-place ops or what the generator cannot express; both give the
+same rows (``divergence_result``). Each edited node runs, then the
 original graph is advanced just far enough to produce the node's counterpart (matched by stable
 id, or by name for an exported file), the two values are compared at once, and every value is
 released as soon as no later node needs it and it has been compared. Peak memory is therefore
@@ -11,10 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import math
 import operator
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -22,97 +23,16 @@ import torch.fx
 import torch.utils._pytree
 
 from fxstudio.core import divergence_codegen as codegen
+from fxstudio.core import divergence_schedule as schedule
 from fxstudio.core.divergence_codegen import Unsupported
-from fxstudio.core.errors import RunError
+from fxstudio.core.divergence_result import (DivergenceResult, NodeDivergence, NodeFailure, RunCancelled,  # noqa: F401
+                                             _failure, _is_oom, format_target)
 from fxstudio.core.graph_diff import match_key
 from fxstudio.core.run_metrics import DiffScratch, diff_values, fast_equal, node_diff, reseed
 from fxstudio.core.same_computation import same_computation
-from fxstudio.core.targets import format_target as targets_format_target
 
 ProgressFn = Callable[[float, str], None]
 CancelFn = Callable[[], bool]
-
-
-class RunCancelled(RunError):
-    """The user cancelled a run; nothing is reported."""
-
-
-@dataclass
-class NodeDivergence:
-    """One edited node's value against its original counterpart.
-
-    ``status``: ``"equal"`` (bitwise, or equal non-tensors), ``"close"`` (within tolerance),
-    ``"diverged"`` (beyond tolerance, another shape, ...), ``"no_counterpart"`` (inserted by an
-    edit), ``"error"`` (the node raised). ``score`` is ``max |e - o| / (atol + rtol |o|)``; the
-    value is within tolerance exactly when ``score <= 1``. ``shared``: equal by construction
-    (same computation on equal inputs, upstream of every edit), computed once, not compared.
-    """
-
-    index: int
-    node_id: int | None
-    name: str
-    op: str
-    target: str
-    counterpart: str | None
-    status: str
-    max_abs: float | None = None
-    score: float | None = None
-    note: str = ""
-    shared: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-safe dict (infinite figures become null, with the note saying why)."""
-        return {
-            "index": self.index, "id": self.node_id, "name": self.name, "op": self.op,
-            "target": self.target, "counterpart": self.counterpart, "status": self.status,
-            "max_abs": _finite(self.max_abs), "score": _finite(self.score), "note": self.note,
-            "shared": self.shared,
-        }
-
-
-@dataclass
-class NodeFailure:
-    """An exception raised while running a node (``graph`` is ``"edited"`` or ``"original"``)."""
-
-    graph: str
-    node_name: str
-    node_id: int | None
-    op: str
-    target: str
-    message: str
-    out_of_memory: bool = False
-    source: str = ""
-
-    def describe(self) -> str:
-        """One paragraph for the user: which graph, which node, what it raised."""
-        what = "ran out of memory" if self.out_of_memory else "raised an error"
-        where = f" ({self.source})" if self.source else ""
-        return (f"The {self.graph} graph {what} at node {self.node_name} ({self.op} {self.target}){where}: "
-                f"{self.message}")
-
-
-@dataclass
-class DivergenceResult:
-    """What the lockstep run found: a row per edited node, the original nodes no longer there,
-    the first node beyond tolerance, and the failure that stopped the run, if any."""
-
-    nodes: list[NodeDivergence] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    first: NodeDivergence | None = None
-    failure: NodeFailure | None = None
-
-
-def _finite(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
-
-
-def format_target(node: torch.fx.Node) -> str:
-    """A short text for a node's target in target syntax (``torch.relu``, ``operator.add``,
-    ``torch.ops.aten.mul.Tensor``, ``layer1.0.conv1``), as the property panel writes it."""
-    try:
-        return targets_format_target(node)
-    except Exception:  # noqa: BLE001 - an exotic target: its repr still names it
-        return node.target if isinstance(node.target, str) else repr(node.target)
 
 
 class _NodeRunner(torch.fx.Interpreter):
@@ -298,27 +218,6 @@ def clone_tensors(value: Any) -> Any:
     return torch.utils._pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, value)
 
 
-def _is_oom(exc: BaseException) -> bool:
-    if isinstance(exc, torch.OutOfMemoryError):
-        return True
-    if isinstance(exc, MemoryError):
-        return True
-    text = str(exc).lower()
-    return isinstance(exc, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
-
-
-def _failure(graph: str, node: torch.fx.Node, exc: BaseException, node_id: int | None) -> NodeFailure:
-    message = str(exc).strip().split("\n\nWhile executing")[0].strip() or type(exc).__name__
-    if len(message) > 600:
-        message = message[:600] + " ..."
-    source = ""
-    src = node.meta.get("fxs_source")
-    if isinstance(src, dict) and src.get("file"):
-        source = f"{src['file']}:{src.get('line', '?')}"
-    return NodeFailure(graph, node.name, node_id, node.op, format_target(node),
-                       f"{type(exc).__name__}: {message}", _is_oom(exc), source)
-
-
 def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...], *,
                    rtol: float, atol: float, match: str = "id", progress: ProgressFn | None = None,
                    cancel: CancelFn | None = None, seed: int | None = 0, share: bool = True,
@@ -387,23 +286,23 @@ def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphMod
     """The schedule, program, table and shared positions of a generated run (cached when possible)."""
     onodes = list(original.graph.nodes)
     enodes = list(edited.graph.nodes)
-    print_o, keep_o = codegen.fingerprint(onodes)
-    print_e, keep_e = codegen.fingerprint(enodes)
+    print_o, keep_o = schedule.fingerprint(onodes)
+    print_e, keep_e = schedule.fingerprint(enodes)
     prints = (print_o, print_e)
-    sched = codegen.cached_schedule(original, edited, prints, match)
+    sched = schedule.cached_schedule(original, edited, prints, match)
     if sched is None:
-        okeys, ekeys = codegen.match_keys(print_o, match), codegen.match_keys(print_e, match)
-        sched = codegen.build_schedule(original, edited, onodes, enodes, match, okeys, ekeys, prints,
+        okeys, ekeys = schedule.match_keys(print_o, match), schedule.match_keys(print_e, match)
+        sched = schedule.build_schedule(original, edited, onodes, enodes, match, okeys, ekeys, prints,
                                        keep_o + keep_e, key, format_target,
                                        lambda n: may_mutate(n, n.graph.owning_module, {}))
-        codegen.remember_schedule(edited, sched)
+        schedule.remember_schedule(edited, sched)
     if sched.mutating:
         raise Unsupported("a node may write in place")
     graphs = {"original": original, "edited": edited}
     modules = codegen.fetch_modules(sched, graphs)
     shared = frozenset()
     if share:
-        shared = codegen.shared_positions(sched, original, edited)
+        shared = schedule.shared_positions(sched, original, edited)
     options = (shared, progress is not None, cancel is not None)
     prog = sched.programs.get(options)
     if prog is None:
@@ -415,7 +314,7 @@ def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphMod
     return sched, prog, table, shared
 
 
-def _run_prepared(sched: codegen.Schedule, prog: codegen.Program, table: list, shared: frozenset[int],
+def _run_prepared(sched: schedule.Schedule, prog: codegen.Program, table: list, shared: frozenset[int],
                   original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...], *,
                   rtol: float, atol: float, progress: ProgressFn | None, cancel: CancelFn | None,
                   seed: int | None) -> DivergenceResult:
@@ -450,7 +349,7 @@ def _run_prepared(sched: codegen.Schedule, prog: codegen.Program, table: list, s
         expected_different(i, ref, val)
 
     def rearranged(i: int, source: int, ref: Any, val: Any) -> None:
-        # Both values rearrange the source pair's elements alike (``codegen._rearranges``): when
+        # Both values rearrange the source pair's elements alike (``schedule._rearranges``): when
         # that pair was two plain tensors of one shape and so is this one, its result holds.
         if source in plain_pairs and type(ref) is torch.Tensor and type(val) is torch.Tensor and ref.shape == val.shape:
             plain_pairs.add(i)
@@ -489,7 +388,7 @@ def _run_prepared(sched: codegen.Schedule, prog: codegen.Program, table: list, s
     return result
 
 
-def _rows(sched: codegen.Schedule, shared: frozenset[int], differing: dict[int, Any], stop: int,
+def _rows(sched: schedule.Schedule, shared: frozenset[int], differing: dict[int, Any], stop: int,
           failure: NodeFailure | None) -> DivergenceResult:
     """The result of a generated run that stopped before edited node ``stop`` (all: its length)."""
     result = DivergenceResult(removed=list(sched.removed), failure=failure)
@@ -529,7 +428,7 @@ def _run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
     edit.feed(clone_tensors(args) if fresh else args)
     shared = same_computation(original, edited, key) if share and not fresh else set()
     snapshots: dict[torch.fx.Node, Any] = {}  # values as computed, before an in-place op changed them
-    target_text = codegen.memoized_by_target(format_target)
+    target_text = schedule.memoized_by_target(format_target)
     orig_keys = [key(n) for n in orig.nodes]
     edit_keys = [key(n) for n in edit.nodes]
     orig_by_key = {}

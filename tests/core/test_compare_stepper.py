@@ -13,12 +13,7 @@ from fxstudio.core.divergence import _Stepper, graph_may_mutate, mutating_nodes,
 from fxstudio.core.run_metrics import diff_values, fast_equal
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class Mixed(nn.Module):

@@ -32,12 +32,7 @@ EXAMPLES = ["add_mul.py", "clamp.py", "conv_bn_relu.py", "data_branch.py", "relu
             "sub_chain.py", "transformer_block.py", "two_linear.py", "view_reshape.py", "wrapped_fn.py"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @functools.lru_cache(maxsize=None)

@@ -2,7 +2,6 @@
 canvas tinted by divergence and the edited nodes ringed, through relayouts, undo and a new document."""
 
 import pytest
-import torch
 from PySide6.QtGui import QColor, QImage, QPainter
 
 from fxstudio.core.compare import compare_models
@@ -19,13 +18,7 @@ GATE = {"op": "insert", "after": "layer1_0_bn1", "kind": "call_function", "targe
         "args": "(%layer1_0_bn1,)", "name": "gate"}
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One intra-op thread (a shared machine's OpenMP workers spin against each other)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def body_pixel(canvas, name: str) -> QColor:
