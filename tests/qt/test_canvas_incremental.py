@@ -90,3 +90,18 @@ def test_minimap_follows_an_incremental_redraw_after_a_short_delay(qtbot):
     settle(qtbot, canvas)
     qtbot.waitUntil(lambda: canvas.minimap._image is not image and not canvas._minimap_timer.isActive(),
                     timeout=3000)
+
+
+def test_the_zoomed_out_overview_follows_a_rerouted_edge(qtbot):
+    canvas, doc = _canvas(qtbot, 600)
+    scene = canvas.canvas_scene
+    scene.overview.boxes   # prepared for the layout as opened
+    _rewire(doc, 3)
+    settle(qtbot, canvas)
+    assert scene.last_update["geometry"] is False
+    fresh = _fresh(canvas)
+    scene.overview.boxes, fresh.overview.boxes   # prepare both
+    path, expected = scene.overview._edges, fresh.overview._edges
+    assert path.elementCount() == expected.elementCount()
+    assert all(path.elementAt(i).x == expected.elementAt(i).x and path.elementAt(i).y == expected.elementAt(i).y
+               for i in range(path.elementCount()))

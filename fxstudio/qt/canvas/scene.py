@@ -248,6 +248,10 @@ class CanvasScene(QGraphicsScene):
                 self._label_of[name] = new
             else:
                 self._label_of.pop(name, None)
+        # The zoomed-out overview draws every route: it follows the new ones (prepared when next painted).
+        for name in touched:
+            self._ops[name] = self.cards[name].info.op
+        self.overview.set_layout(layout, self._ops, self.bounds)
         self.layout_changed.emit()
         return True
 
