@@ -24,6 +24,7 @@ import torch.utils._pytree
 
 from fxstudio.core import divergence_codegen as codegen
 from fxstudio.core import divergence_schedule as schedule
+from fxstudio.core import module_inline
 from fxstudio.core.divergence_codegen import Unsupported
 from fxstudio.core.divergence_result import (DivergenceResult, NodeDivergence, NodeFailure, RunCancelled,  # noqa: F401
                                              _failure, _is_oom, format_target)
@@ -303,14 +304,16 @@ def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphMod
     shared = frozenset()
     if share:
         shared = schedule.shared_positions(sched, original, edited)
-    options = (shared, progress is not None, cancel is not None)
-    prog = sched.programs.get(options)
+    inlined = module_inline.inline_values(modules)
+    recipes = {key: recipe for key, (recipe, _) in inlined.items()}
+    options = (shared, progress is not None, cancel is not None, frozenset(recipes.items()))
+    prog = sched.programs.pop(options, None)  # re-inserted below: the dict runs least recently used first
     if prog is None:
-        prog = codegen.generate(sched, shared, progress is not None, cancel is not None)
+        prog = codegen.generate(sched, shared, progress is not None, cancel is not None, recipes)
         if len(sched.programs) >= 4:
             sched.programs.pop(next(iter(sched.programs)))
-        sched.programs[options] = prog
-    table = codegen.fetch_table(prog, sched, graphs, modules)
+    sched.programs[options] = prog
+    table = codegen.fetch_table(prog, sched, graphs, modules, inlined)
     return sched, prog, table, shared
 
 

@@ -35,6 +35,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core import module_inline
+from fxstudio.core.module_inline import Recipe
 from fxstudio.core.divergence_schedule import _CACHE_ATTR, _MISSING, Schedule, Unsupported, fetch_attr  # noqa: F401 (_CACHE_ATTR re-exported)
 
 _counter = itertools.count()
@@ -164,8 +166,10 @@ def _inplace(module: Any) -> bool:
 
 
 def fetch_table(prog: Program, sched: Schedule, graphs: dict[str, torch.fx.GraphModule],
-                modules: dict[tuple[str, int], Any]) -> list[Any]:
-    """The objects a program's table holds, read from the graphs as they are now."""
+                modules: dict[tuple[str, int], Any],
+                inlined: dict[tuple[str, int], tuple[Recipe, tuple]] | None = None) -> list[Any]:
+    """The objects a program's table holds, read from the graphs as they are now (``inlined``:
+    ``module_inline.inline_values`` of the modules, for the nodes the program inlines)."""
     nodes = {"original": sched.onodes, "edited": sched.enodes}
     memos: dict[str, dict[str, Any]] = {"original": {}, "edited": {}}
     out = []
@@ -176,6 +180,8 @@ def fetch_table(prog: Program, sched: Schedule, graphs: dict[str, torch.fx.Graph
             out.append(node.target)
         elif kind == "module":
             out.append(modules[side, pos])
+        elif kind == "inline":
+            out.append(inlined[side, pos][1][how[3]])
         elif kind == "attr":
             out.append(fetch_attr(graphs[side], node.target, memos[side]))
         elif kind == "const":
@@ -212,7 +218,8 @@ def _finished(nodes: list[torch.fx.Node]) -> list[list[torch.fx.Node]]:
     return [freed_after.get(n, []) + ([n] if n not in last_use and n.op != "output" else []) for n in nodes]
 
 
-def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bool) -> Program:
+def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bool,
+             inline: dict[tuple[str, int], Recipe] | None = None) -> Program:
     """Write and compile the lockstep function for ``sched``.
 
     ``shared``: edited positions that take their counterpart's value. With ``progress``,
@@ -223,8 +230,10 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     table, the comparison of a pair expected equal and of one expected to differ (``(index,
     original value, edited value)``), the same two recording whether the pair was of plain tensors
     of one shape, the comparison of a rearranging node (``(index, source index, original, edited)``,
-    see ``_rearranges``), and the callbacks.
+    see ``_rearranges``), and the callbacks. ``inline``: the ``call_module`` nodes (by graph and
+    position) written as their layer's functional call (``module_inline``), when called on one input.
     """
+    inline = inline or {}
     onodes, enodes = sched.onodes, sched.enodes
     slots: list[tuple] = []
     emit = _Emitter(slots)
@@ -271,8 +280,14 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
             elif op == "call_module":
                 if not isinstance(node.target, str):
                     raise Unsupported("a call_module with a non-string target")
-                mod = emit.slot(("module", side, pos), None, dedupe=False)
-                code = f"{mod}({', '.join(args)})"
+                recipe = inline.get((side, pos))
+                if recipe is not None and len(node.args) == 1 and not node.kwargs:
+                    values = [emit.slot(("inline", side, pos, i), None, dedupe=False)
+                              for i in range(recipe.arity)]
+                    code = recipe.expr(args[0], values)
+                else:
+                    mod = emit.slot(("module", side, pos), None, dedupe=False)
+                    code = f"{mod}({', '.join(args)})"
             else:
                 raise Unsupported(f"op {op}")
         owners[len(body)] = (side, pos, index)
@@ -334,7 +349,7 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     source = "\n".join(lines + ["    " + b for b in body]) + "\n"
     filename = f"<fxstudio lockstep {next(_counter)}>"
     code = compile(source, filename, "exec")
-    namespace: dict[str, Any] = {"_next_input": next_input, "_NO_DEFAULT": _NO_DEFAULT}
+    namespace: dict[str, Any] = {"_next_input": next_input, "_NO_DEFAULT": _NO_DEFAULT, **module_inline.NAMESPACE}
     exec(code, namespace)  # noqa: S102 - our own generated source
     fn = namespace["_lockstep"]
     # Line numbers in the function: the "def" line is 1, body[i] is line i + 2.

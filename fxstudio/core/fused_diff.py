@@ -53,14 +53,16 @@ def _import_kernel() -> Any:
 
 def fused_max_abs_and_score(x_address: int, y_address: int, n: int, r: Any,
                             a: Any) -> tuple[float, float, bool, bool] | None:
-    """``(max_abs, score, saw_nan, all_equal)`` of ``n`` float32 or float64 values stored one after
+    """``(max_abs, score, saw_nan, identical)`` of ``n`` float32 or float64 values stored one after
     the other at each of two addresses (alive for the call); ``r`` and ``a`` are rtol and atol as
     numpy scalars of that dtype (>= 0), which picks the dtype.
 
     ``max_abs`` is ``max |y - x|`` (NaN when ``saw_nan``: a NaN among the differences); ``score`` is
-    ``max |y - x| / (|x| * r + a)``, NaN when one quotient is NaN (0/0, inf/inf); ``all_equal`` is
-    ``x == y`` everywhere. None when the kernel is not available (numba missing or failing to
-    compile): use the numpy pass.
+    ``max |y - x| / (|x| * r + a)``, NaN when one quotient is NaN (0/0, inf/inf); ``identical`` is
+    True when every pair has the same bit pattern and no difference is NaN, so ``x == y``
+    everywhere. It is False for some equal values, which the caller's full comparison then
+    settles: a ``-0``/``+0`` pair (``max_abs`` 0), two equal infinities (``saw_nan``). None when the kernel
+    is not available (numba missing or failing to compile): use the numpy pass.
     """
     global _kernel
     kernel = _kernel
@@ -73,10 +75,24 @@ def fused_max_abs_and_score(x_address: int, y_address: int, n: int, r: Any,
             disable()
             return None
     try:
-        return kernel(x_address, y_address, n, r, a)
+        return kernel(x_address, y_address, n, r, a, *_constants(r))
     except Exception:  # noqa: BLE001 - a signature that does not compile: numpy's pass from now on
         disable()
         return None
+
+
+_CONSTANTS: dict[type, tuple] = {}
+
+
+def _constants(r: Any) -> tuple:
+    """The kernel's ``lower``, ``big`` and ``tiny`` for the float type of ``r``."""
+    kind = type(r)
+    found = _CONSTANTS.get(kind)
+    if found is None:
+        bits = np.finfo(kind).nmant + 1  # 24 or 53
+        found = _CONSTANTS[kind] = (kind(1 - 2.0 ** -(bits - 4)), kind(np.finfo(kind).max),
+                                    2.0 ** -100 if bits == 24 else 2.0 ** -1000)
+    return found
 
 
 def disable() -> None:
