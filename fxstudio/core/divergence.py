@@ -306,7 +306,7 @@ def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphMod
         shared = schedule.shared_positions(sched, original, edited)
     inlined = module_inline.inline_values(modules)
     recipes = {key: recipe for key, (recipe, _) in inlined.items()}
-    options = (shared, progress is not None, cancel is not None, frozenset(recipes.items()))
+    options = (shared, progress is not None, cancel is not None, tuple(recipes.get(k) for k in sched.module_nodes))
     prog = sched.programs.pop(options, None)  # re-inserted below: the dict runs least recently used first
     if prog is None:
         prog = codegen.generate(sched, shared, progress is not None, cancel is not None, recipes)

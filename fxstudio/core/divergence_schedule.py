@@ -247,7 +247,7 @@ def shared_positions(sched: Schedule, original: torch.fx.GraphModule, edited: to
     verdicts: dict[str, bool] = {}
     with torch.no_grad():
         for i, step in enumerate(sched.share_plan):
-            if step is None or not all(j in same for j in step[0]):
+            if step is None or not same.issuperset(step[0]):
                 continue
             check = step[1]
             if check is not None:

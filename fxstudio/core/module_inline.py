@@ -31,7 +31,7 @@ from torch.nn.modules import module as _module
 Key = tuple[str, int]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared and hashed by identity: one per class, keys of program caches
 class Recipe:
     """How one layer class is written as a functional call: ``fetch`` reads the values the call
     needs from a module (None when this module cannot be written so now), ``template`` is the

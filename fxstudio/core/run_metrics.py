@@ -136,12 +136,27 @@ def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: boo
     and the tolerance score, slice by slice on the CPU. A zero maximum means every element is equal
     (IEEE: ``e - o == 0`` exactly when ``e == o`` for non-NaN values), confirmed by an equality test; a
     NaN anywhere sends the pair to ``diff_values``, which handles NaN matching. ``expect_equal``
-    (the node is expected to be unchanged) tries the cheaper equality test first. Anything else
+    (the node is expected to be unchanged) tries an equality test first where the fused pass is not
+    available (numba missing, other dtypes or memory layouts). Anything else
     (other dtypes, shapes, devices, layouts, subclasses, non-tensors) goes to ``diff_values``.
     ``scratch``: working memory reused across calls (see ``DiffScratch``); fresh arrays without.
     """
     if type(ref) is torch.Tensor and type(new) is torch.Tensor:
         dtype = ref.dtype
+        if dtype is new.dtype and fused_diff.AVAILABLE:
+            fast = _fast_scalars(dtype, rtol, atol)
+            # The common case in a run, with the fewest checks: two contiguous float32/float64 CPU
+            # tensors of one shape, read in one fused pass (what _float_diff does for them). Also
+            # for values expected equal, at any size: on equal values the pass divides nothing,
+            # and inside a run it beats numpy's equality test (2.8 against 4.3 ms per run on the
+            # residual CNN at batch 16, whose values are 0.5-1 MiB), which writes a mask.
+            if (fast is not None
+                    and ref.shape == new.shape and ref.is_cpu and new.is_cpu and ref.layout is torch.strided
+                    and new.layout is torch.strided and ref.is_contiguous() and new.is_contiguous()
+                    and not ref.is_neg() and not new.is_neg()):
+                found = fused_diff.fused_max_abs_and_score(ref.data_ptr(), new.data_ptr(), ref.numel(), *fast)
+                if found is not None:
+                    return _from_fused(ref, new, found, rtol, atol)
         work = _WORK_DTYPE.get(dtype)
         if (work is not None and new.dtype is dtype and ref.layout is torch.strided and new.layout is torch.strided
                 and ref.shape == new.shape and ref.device == new.device):
@@ -240,13 +255,7 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
     if o.is_cpu and fused_diff.AVAILABLE and rtol >= 0 and atol >= 0:
         fused = _fused_cpu(o, e, rtol, atol)
         if fused is not None:
-            max_abs, score, saw_nan, equal = fused
-            if equal:  # x == y everywhere: torch.equal's verdict (NaN unequal, -0 == +0)
-                return None
-            if saw_nan or max_abs == 0.0:  # NaN, or a flush-to-zero mode hid a difference
-                diff = diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
-                return None if diff.equal else diff
-            return _float_result(max_abs, score, rtol, atol)
+            return _from_fused(ref, new, fused, rtol, atol)
     if o.is_cpu:
         # numpy's floating-point warnings off: inf - inf and 0/0 are expected (torch is silent)
         if _QUIET is not None:
@@ -275,6 +284,38 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
         diff = diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
         return None if diff.equal else diff
     return _float_result(max_abs, score, rtol, atol)
+
+
+def _from_fused(ref: torch.Tensor, new: torch.Tensor, fused: tuple[float, float, bool, bool], rtol: float,
+                atol: float) -> TensorDiff | None:
+    """``node_diff``'s result from the fused pass's figures."""
+    max_abs, score, saw_nan, identical = fused
+    if identical:  # the same bits everywhere, no NaN: equal
+        return None
+    if saw_nan or max_abs == 0.0:  # NaN or infinities, -0 against +0, or a flush-to-zero mode
+        diff = diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=False, with_cosine=False)
+        return None if diff.equal else diff
+    return _float_result(max_abs, score, rtol, atol)
+
+
+_FAST: dict[tuple, tuple | None] = {}
+
+
+def _fast_scalars(dtype: torch.dtype, rtol: float, atol: float) -> tuple | None:
+    """rtol and atol as the fused pass takes them for ``dtype`` (float32/float64: the pass reads
+    the tensors in place), None for other dtypes or tolerances it does not take."""
+    key = (dtype, rtol, atol)
+    try:
+        return _FAST[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable tolerance
+        return None
+    np_dtype = _NUMPY_DTYPE.get(dtype)
+    ok = np_dtype is not None and isinstance(rtol, (int, float)) and isinstance(atol, (int, float)) \
+        and rtol >= 0 and atol >= 0
+    found = _FAST[key] = _scalars(np_dtype, rtol, atol) if ok else None
+    return found
 
 
 def _float_result(max_abs: float, score: float, rtol: float, atol: float) -> TensorDiff:
