@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,21 @@ def _constants(r: Any) -> tuple:
         found = _CONSTANTS[kind] = (kind(1 - 2.0 ** -(bits - 4)), kind(np.finfo(kind).max),
                                     2.0 ** -100 if bits == 24 else 2.0 ** -1000)
     return found
+
+
+_warm_lock = threading.Lock()
+
+
+def warm_up() -> bool:
+    """Import numba and load the kernel for float32 and float64 now (from the disk cache when it
+    has them: ~0.5 s, else a compile), so that the first comparison does not wait for it. Safe on
+    a worker thread and to call more than once; False when the kernel is not available."""
+    with _warm_lock:
+        for dtype in (np.float32, np.float64):
+            x = np.zeros(1, dtype)
+            if fused_max_abs_and_score(x.ctypes.data, x.ctypes.data, 1, dtype(0), dtype(1)) is None:
+                return False
+    return True
 
 
 def disable() -> None:

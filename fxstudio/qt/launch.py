@@ -25,6 +25,7 @@ def make_app() -> QApplication:
     """The QApplication (created once), styled."""
     from PySide6.QtCore import qInstallMessageHandler
 
+    from fxstudio.qt.gui_gc import install_gui_thread_collector
     from fxstudio.qt.style import apply_app_style
 
     existing = QApplication.instance()
@@ -36,6 +37,7 @@ def make_app() -> QApplication:
     app.setOrganizationName("fxstudio")
     app.setApplicationDisplayName("fxstudio")
     apply_app_style(app)
+    install_gui_thread_collector(app)  # widgets in cycles are never deleted off the GUI thread
     return app
 
 

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
+from fxstudio.core import fused_diff
 from fxstudio.core.compare import CompareReport, RunCancelled, available_devices, compare_models
 from fxstudio.core.errors import FxStudioError, RunError
 from fxstudio.qt.graph_diff import GraphDiffView
@@ -98,6 +99,19 @@ def _table(headers: list[str]) -> QTableWidget:
     return table
 
 
+_warming: list[threading.Thread] = []
+
+
+def _warm_comparison_kernel_soon(delay_ms: int = 2000) -> None:
+    """Once per process, a little after the first run pane appears: load the comparison kernel on
+    a worker thread (``fused_diff.warm_up``), so that the first Run does not wait ~0.5 s for it."""
+    if _warming:
+        return
+    thread = threading.Thread(target=fused_diff.warm_up, name="fxstudio-warm-kernel", daemon=True)
+    _warming.append(thread)
+    QTimer.singleShot(delay_ms, lambda: start_worker(thread))
+
+
 class RunPane(QWidget):
     """The dock's widget: settings, Run/Cancel, metrics, per-node and diff lists, plots."""
 
@@ -116,6 +130,7 @@ class RunPane(QWidget):
         self._unsubscribe = None
         self._build()
         selection.changed.connect(self._follow_selection)
+        _warm_comparison_kernel_soon()
 
     # -- construction ---------------------------------------------------------------------------
 

@@ -224,3 +224,8 @@ def test_quotients_within_a_few_units_in_the_last_place_of_each_other_give_the_e
         x = rng.uniform(1, 2, 4096).astype(dtype)
         t = (x * dtype(0.5) + dtype(0.25)).astype(dtype)
         _check(x, (x + t * dtype(0.9)).astype(dtype), 0.5, 0.25)
+
+
+def test_warm_up_loads_the_kernel_for_both_float_types():
+    assert fused_diff.warm_up() is True
+    assert fused_diff._kernel is not None and len(fused_diff._kernel.signatures) >= 2

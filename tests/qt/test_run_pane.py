@@ -208,3 +208,18 @@ def test_readme_screenshot_renders_after_a_real_edit(qtbot, tmp_path):
     image = QImage(str(path))
     assert (image.width(), image.height()) == (1400, 600)
     assert len({image.pixel(x, 300) for x in range(0, 1400, 7)}) > 10  # drawn content, not a blank pane
+
+
+def test_the_comparison_kernel_is_loaded_in_the_background_after_the_pane_appears(qtbot, pane):
+    """The first Run does not wait for numba: the pane's start-up warms the kernel on a worker."""
+    from fxstudio.core import fused_diff
+    from fxstudio.qt import run_pane
+
+    assert len(run_pane._warming) == 1  # once per process, however many panes
+    second = RunPane(SelectionModel())
+    qtbot.addWidget(second)
+    assert len(run_pane._warming) == 1
+    thread = run_pane._warming[0]
+    qtbot.waitUntil(lambda: thread.ident is not None and not thread.is_alive(), timeout=60_000)
+    if fused_diff.AVAILABLE:
+        assert fused_diff._kernel is not None

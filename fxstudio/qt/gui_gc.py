@@ -1,0 +1,70 @@
+"""Cyclic garbage collection on the GUI thread only.
+
+Python's cyclic collector runs on whichever thread allocates when a generation's count passes its
+threshold. Widgets and scene items dropped inside a reference cycle are deleted by that collection,
+and Qt aborts when a widget is deleted off the GUI thread. Loading, running and exporting work on
+worker threads that allocate a great deal, so any of them could be the one. ``GuiThreadCollector``
+turns the automatic collector off and runs the same generational collections from a timer on the
+GUI thread instead (pyqtgraph's ``GarbageCollector`` does the same for the same reason).
+"""
+
+from __future__ import annotations
+
+import gc
+
+from PySide6.QtCore import QObject, QTimer
+
+
+class GuiThreadCollector(QObject):
+    """While installed, the cyclic collector runs only from this object's timer, on the thread
+    that owns it (the GUI thread), with Python's own thresholds."""
+
+    def __init__(self, interval_ms: int = 500, parent: QObject | None = None):
+        super().__init__(parent)
+        self.timer = QTimer(self)
+        self.timer.setInterval(interval_ms)
+        self.timer.timeout.connect(self.check)
+        self.threshold = gc.get_threshold()
+        self._was_enabled = False
+        self.collections = 0
+
+    def install(self) -> None:
+        """Turn automatic collection off and start collecting from the timer."""
+        self._was_enabled = gc.isenabled()
+        self.threshold = gc.get_threshold()
+        gc.disable()
+        self.timer.start()
+
+    def uninstall(self) -> None:
+        """Stop the timer, collect once here, and give collection back to Python if it had it."""
+        self.timer.stop()
+        gc.collect()
+        if self._was_enabled:
+            gc.enable()
+
+    def check(self) -> int:
+        """Collect the generations whose counts passed their thresholds, youngest first, as the
+        automatic collector would; returns how many objects were unreachable."""
+        count0, count1, count2 = gc.get_count()
+        found = 0
+        if count0 > self.threshold[0]:
+            found = gc.collect(0)
+            self.collections += 1
+            if count1 > self.threshold[1]:
+                found += gc.collect(1)
+                if count2 > self.threshold[2]:
+                    found += gc.collect(2)
+        return found
+
+
+_installed: GuiThreadCollector | None = None
+
+
+def install_gui_thread_collector(app: QObject) -> GuiThreadCollector:
+    """Install one collector for the application (idempotent); it lives as long as ``app``."""
+    global _installed
+    if _installed is None:
+        _installed = GuiThreadCollector(parent=app)
+        _installed.install()
+        app.aboutToQuit.connect(_installed.uninstall)
+    return _installed

@@ -1,0 +1,87 @@
+"""The cyclic collector runs on the GUI thread only while the application's collector is installed."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import threading
+
+from fxstudio.qt.gui_gc import GuiThreadCollector
+
+
+class Probe:
+    """Cyclic garbage that records on which thread it was finally deleted."""
+
+    def __init__(self, where: list):
+        self.where = where
+        self.itself = self
+
+    def __del__(self):
+        self.where.append(threading.current_thread() is threading.main_thread())
+
+
+KEPT: list = []
+
+
+def churn() -> None:
+    """Allocate like a loading worker: bursts of container objects past gen-0's threshold, and some
+    that stay (a traced graph), so that the count is still over the threshold afterwards."""
+    burst = []
+    for i in range(200_000):
+        burst.append([i])
+        if len(burst) > 1000:
+            burst.clear()
+    KEPT.extend([i] for i in range(5000))
+
+
+def drop_probe_then_churn_on_a_worker() -> list:
+    where: list = []
+    Probe(where)  # unreachable at once, but only a cyclic collection frees it
+    worker = threading.Thread(target=churn)
+    worker.start()
+    worker.join()
+    return where
+
+
+def test_without_the_collector_a_worker_can_be_the_thread_that_collects():
+    """The hazard itself (the control for the test below): automatic collection on a worker."""
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        gc.collect()
+        where = drop_probe_then_churn_on_a_worker()
+        assert where == [False]
+    finally:
+        KEPT.clear()
+        if not was:
+            gc.disable()
+
+
+def test_with_the_collector_garbage_is_collected_by_its_timer_on_the_gui_thread(qtbot):
+    collector = GuiThreadCollector(interval_ms=20)
+    was = gc.isenabled()
+    collector.install()
+    try:
+        assert not gc.isenabled()
+        gc.collect()
+        where = drop_probe_then_churn_on_a_worker()
+        assert where == []  # the worker allocated a lot and collected nothing
+        qtbot.waitUntil(lambda: where == [True], timeout=5000)
+        assert collector.collections >= 1
+    finally:
+        collector.uninstall()
+        KEPT.clear()
+    assert gc.isenabled() == was
+
+
+def test_the_application_installs_it(tmp_path):
+    """A real start-up: ``make_app`` turns the automatic collector off and runs the timer."""
+    code = ("from fxstudio.qt.launch import make_app; import gc; app = make_app(); "
+            "from fxstudio.qt import gui_gc; print(gc.isenabled(), gui_gc._installed.timer.isActive())")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]
