@@ -8,6 +8,11 @@ original graph is advanced just far enough to produce the node's counterpart (ma
 id, or by name for an exported file), the two values are compared at once, and every value is
 released as soon as no later node needs it and it has been compared. Peak memory is therefore
 about the live values of both graphs plus one comparison's temporaries, not every intermediate.
+
+Random ops: the run reseeds once, and each graph then draws from its own generator state,
+swapped in around the nodes that may draw (``random_ops``): each graph's values are those of a
+run of that graph alone after the seed, whatever the interleaving. Unchanged random nodes agree;
+a random node the edit adds shifts the edited graph's later draws, as it would in a run alone.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import torch.utils._pytree
 from fxstudio.core import divergence_codegen as codegen
 from fxstudio.core import divergence_schedule as schedule
 from fxstudio.core import module_inline
+from fxstudio.core import random_ops
 from fxstudio.core.divergence_codegen import Unsupported
 from fxstudio.core.divergence_result import (DivergenceResult, NodeDivergence, NodeFailure, RunCancelled,  # noqa: F401
                                              _failure, _is_oom, format_target)
@@ -228,8 +234,14 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
     With ``share``, an edited node that provably computes its counterpart's value (same op and
     arguments on equal inputs and state, upstream of every edit: ``same_computation``) is not run
     again: it takes the original's value and is reported ``equal`` with ``shared`` set. Sharing is
-    off when a graph has in-place ops. Raises ``RunCancelled`` when ``cancel()`` turns true; an
-    exception in a node is returned as ``result.failure`` (the run stops there), not raised.
+    off when a graph has in-place ops. A node that may draw random numbers is shared only while
+    the draws before it pair up in both graphs (``random_ops.limit_sharing``). Raises
+    ``RunCancelled`` when ``cancel()`` turns true; an exception in a node is returned as
+    ``result.failure`` (the run stops there), not raised.
+
+    ``seed``: both generators (CPU, and the inputs' CUDA device) are seeded with it first; each
+    graph then draws from its own state (``random_ops.GraphGenerators``). None: no reseed, both
+    graphs start from the current state.
 
     ``engine``: ``"generated"`` runs the schedule as one generated function
     (``divergence_codegen``), ``"interpreter"`` steps two ``torch.fx.Interpreter`` instances;
@@ -250,10 +262,13 @@ def run_divergence(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
                             cancel=cancel, seed=seed, share=share)
 
 
+def _input_device(args: tuple[Any, ...]) -> torch.device | str:
+    return next((a.device for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)), "cpu")
+
+
 def _reseed_for(args: tuple[Any, ...], seed: int | None) -> None:
-    if seed is not None:  # ops drawing random numbers see the same draws in both graphs
-        device = next((a.device for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)), "cpu")
-        reseed(seed, device)
+    if seed is not None:  # each graph's random ops draw what they draw in a run alone from the seed
+        reseed(seed, _input_device(args))
 
 
 def _run_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphModule, args: tuple[Any, ...],
@@ -301,20 +316,38 @@ def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphMod
         raise Unsupported("a node may write in place")
     graphs = {"original": original, "edited": edited}
     modules = codegen.fetch_modules(sched, graphs)
+    inlined = module_inline.inline_values(modules)
+    draws = _generated_draws(sched, modules, inlined)
     shared = frozenset()
+    follow = -1
     if share:
         shared = schedule.shared_positions(sched, original, edited)
-    inlined = module_inline.inline_values(modules)
+        shared, follow = random_ops.limit_sharing(shared, lambda i: sched.share_plan[i][0], draws[1], draws[0],
+                                                  sched.counter_pos)
     recipes = {key: recipe for key, (recipe, _) in inlined.items()}
-    options = (shared, progress is not None, cancel is not None, tuple(recipes.get(k) for k in sched.module_nodes))
+    options = (shared, progress is not None, cancel is not None, tuple(recipes.get(k) for k in sched.module_nodes),
+               draws, follow)
     prog = sched.programs.pop(options, None)  # re-inserted below: the dict runs least recently used first
     if prog is None:
-        prog = codegen.generate(sched, shared, progress is not None, cancel is not None, recipes)
+        prog = codegen.generate(sched, shared, progress is not None, cancel is not None, recipes, draws, follow)
         if len(sched.programs) >= 4:
             sched.programs.pop(next(iter(sched.programs)))
     sched.programs[options] = prog
     table = codegen.fetch_table(prog, sched, graphs, modules, inlined)
     return sched, prog, table, shared
+
+
+def _generated_draws(sched: schedule.Schedule, modules: dict[tuple[str, int], Any], inlined: dict
+                     ) -> tuple[frozenset[int], frozenset[int]]:
+    """The positions of the nodes that may draw random numbers in (original, edited): the calls
+    found with the schedule, plus the submodules that may draw in their current mode (``inlined``:
+    ``module_inline.inline_values``, whose modules run their class's own forward)."""
+    found = random_ops.drawing_modules(modules, inlined)
+    if not found:
+        return sched.draws
+    odraw, edraw = sched.draws
+    return (odraw | {pos for side, pos in found if side == "original"},
+            edraw | {pos for side, pos in found if side == "edited"})
 
 
 def _run_prepared(sched: schedule.Schedule, prog: codegen.Program, table: list, shared: frozenset[int],
@@ -368,13 +401,14 @@ def _run_prepared(sched: schedule.Schedule, prog: codegen.Program, table: list, 
     oin = iter(original.graph.process_inputs(*args))
     ein = iter(edited.graph.process_inputs(*args))
     _reseed_for(args, seed)
+    rng = (random_ops.GraphGenerators(_input_device(args)),) if prog.rng else ()
     failure = None
     out_of_memory = False
     stop = len(enodes)
     with torch.no_grad(), scratch:
         try:
             prog.fn(oin, ein, table, expected_equal, expected_different, expected_equal_recorded,
-                    expected_different_recorded, rearranged, check_cancel, progress)
+                    expected_different_recorded, rearranged, check_cancel, progress, *rng)
         except Exception as exc:  # noqa: BLE001 - a node's exception is reported, anything else raised
             owner = codegen.failing_line(prog, exc)
             if owner is None:
@@ -444,6 +478,15 @@ def _run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
     # Per edited node, in order: its counterpart (or None) and the counterpart's position.
     counterparts = [orig_by_key.get(k) if k is not None else None for k in edit_keys]
     counter_pos = [orig.position[c] if c is not None else -1 for c in counterparts]
+    # Each graph draws random numbers from its own generator state (random_ops).
+    odraw = random_ops.drawing_positions(orig.nodes, orig.interp.submodules)
+    edraw = random_ops.drawing_positions(edit.nodes, edit.interp.submodules)
+    follow = -1
+    if shared and edraw:
+        kept, follow = random_ops.limit_sharing([edit.position[n] for n in shared],
+                                                lambda i: [edit.position[n] for n in edit.nodes[i]._input_nodes],
+                                                edraw, odraw, counter_pos)
+        shared = {edit.nodes[i] for i in kept}
     total = len(edit.nodes)
     every = max(1, total // 100)
 
@@ -453,6 +496,7 @@ def _run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
                 orig.release(n)
 
     _reseed_for(args, seed)
+    rng = random_ops.GraphGenerators(_input_device(args)) if odraw or edraw else None
     with torch.no_grad():
         while not edit.done():
             if cancel is not None and cancel():
@@ -461,8 +505,7 @@ def _run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
             enode = edit.nodes[index]
             eid = enode.meta.get("fxs_id")
             counterpart = counterparts[index]
-            # Bring the original up to the counterpart first, so both sides draw random numbers
-            # in the same order when the graphs have the same shape.
+            # Bring the original up to the counterpart first.
             if counterpart is not None:
                 while counter_pos[index] >= orig.pos:
                     onode = orig.nodes[orig.pos]
@@ -471,12 +514,16 @@ def _run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
                         for inp in onode._input_nodes:
                             if inp in pending and inp in orig.interp.env and inp not in snapshots:
                                 snapshots[inp] = clone_tensors(orig.interp.env[inp])
+                    if rng is not None and orig.pos in odraw:
+                        rng.enter("original")
                     try:
                         orig.step()
                     except Exception as exc:  # noqa: BLE001 - reported, not raised
                         result.failure = _failure("original", onode, exc, onode.meta.get("fxs_id"))
                         _cleanup(orig, edit, exc)
                         return result
+                    if orig.pos - 1 == follow:
+                        rng.follow()
                     release_original(orig.finished_uses(onode))
             if enode in shared:
                 edit.interp.env[enode] = orig.interp.env[counterpart]
@@ -492,6 +539,8 @@ def _run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
                 if progress is not None and (index % every == 0 or index == total - 1):
                     progress((index + 1) / total, enode.name)
                 continue
+            if rng is not None and index in edraw:
+                rng.enter("edited")
             try:
                 edit.step()
             except Exception as exc:  # noqa: BLE001 - reported, not raised

@@ -5,10 +5,12 @@ node. Stepping two ``torch.fx.Interpreter`` instances costs several microseconds
 node on top of the op, more than a small model's ops themselves. Here the whole lockstep schedule
 is written out once as straight-line code, as ``GraphModule`` does for a plain forward: each node
 is one line with plain local variables, the original is advanced up to each edited node's
-counterpart before that node runs (so random draws line up as in the Interpreter run), each
+counterpart before that node runs (the order the Interpreter run keeps), each
 matched pair is handed to a comparison right after the edited node, and ``del`` drops every
 value at the point the Interpreter run releases it (so peak memory is the same). A node shared
 with the original (``same_computation``) is an alias of the original's variable.
+Around the nodes that may draw random numbers the program swaps in its graph's own generator
+state (``random_ops.GraphGenerators``), so each graph draws what it draws when run alone.
 
 Callables, submodules, attributes and constants that are not literals come in through a table
 read from the graphs at each call, so a cached program never holds stale objects. Schedules and
@@ -51,6 +53,7 @@ class Program:
     source: str
     slots: list[tuple]                     # how to fetch each table entry from the graphs
     owners: dict[int, tuple[str, int, int]]  # line -> (graph, node position, edited index being run)
+    rng: bool = False                      # takes a random_ops.GraphGenerators as its last argument
 
 
 def _identifier(name: Any) -> bool:
@@ -219,7 +222,8 @@ def _finished(nodes: list[torch.fx.Node]) -> list[list[torch.fx.Node]]:
 
 
 def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bool,
-             inline: dict[tuple[str, int], Recipe] | None = None) -> Program:
+             inline: dict[tuple[str, int], Recipe] | None = None,
+             draws: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset()), follow: int = -1) -> Program:
     """Write and compile the lockstep function for ``sched``.
 
     ``shared``: edited positions that take their counterpart's value. With ``progress``,
@@ -232,6 +236,12 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     of one shape, the comparison of a rearranging node (``(index, source index, original, edited)``,
     see ``_rearranges``), and the callbacks. ``inline``: the ``call_module`` nodes (by graph and
     position) written as their layer's functional call (``module_inline``), when called on one input.
+
+    ``draws``: the positions of the nodes that may draw random numbers, in (original, edited)
+    (``random_ops``). When there are any, the function takes one more argument, ``_rng`` (a
+    ``random_ops.GraphGenerators``), and ``_rng.enter(graph)`` comes before a drawing node whenever
+    the other graph drew last; ``_rng.follow()`` comes after original node ``follow``
+    (``random_ops.limit_sharing``). Without drawing nodes the program is what it was before.
     """
     inline = inline or {}
     onodes, enodes = sched.onodes, sched.enodes
@@ -239,7 +249,11 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     emit = _Emitter(slots)
     onames = {n: f"o{i}" for i, n in enumerate(onodes)}
     enames = {n: f"e{i}" for i, n in enumerate(enodes)}
-    lines = ["def _lockstep(_oin, _ein, _T, _cmp, _dif, _cmpt, _dift, _re, _cancel, _progress):"]
+    rng = bool(draws[0] or draws[1])
+    lines = ["def _lockstep(_oin, _ein, _T, _cmp, _dif, _cmpt, _dift, _re, _cancel, _progress"
+             + (", _rng):" if rng else "):")]
+    drawing = {"original": draws[0], "edited": draws[1]}
+    owner = [None]  # the graph whose state the generators hold as the program runs
     owners: dict[int, tuple[str, int, int]] = {}
     body: list[str] = []
     table_line = len(body)
@@ -290,8 +304,13 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
                     code = f"{mod}({', '.join(args)})"
             else:
                 raise Unsupported(f"op {op}")
+        if pos in drawing[side] and owner[0] != side:
+            body.append(f"_rng.enter({side!r})")
+            owner[0] = side
         owners[len(body)] = (side, pos, index)
         body.append(f"{var} = {code}")
+        if side == "original" and pos == follow:
+            body.append("_rng.follow()")
 
     ofinished = _finished(onodes)
     efinished = _finished(enodes)
@@ -310,7 +329,7 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
         cpos = sched.counter_pos[index]
         counterpart = onodes[cpos] if cpos >= 0 else None
         if counterpart is not None:
-            # The original first, up to the counterpart: random draws come in the same order.
+            # The original first, up to the counterpart (each graph draws from its own state).
             while cpos >= opos:
                 node_line("original", opos, onodes[opos], onames, index)
                 done = ofinished[opos]
@@ -353,7 +372,7 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     exec(code, namespace)  # noqa: S102 - our own generated source
     fn = namespace["_lockstep"]
     # Line numbers in the function: the "def" line is 1, body[i] is line i + 2.
-    return Program(fn, fn.__code__, source, slots, {i + 2: owner for i, owner in owners.items()})
+    return Program(fn, fn.__code__, source, slots, {i + 2: owner for i, owner in owners.items()}, rng)
 
 
 def failing_line(prog: Program, exc: BaseException) -> tuple[str, int, int] | None:

@@ -16,6 +16,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core import random_ops
+
 _CACHE_ATTR = "_fxstudio_lockstep_cache"
 # fx keeps a node's arguments in ``_args``/``_kwargs``; the ``args`` property costs a Python call each.
 _FAST_ARGS = hasattr(torch.fx.Node, "_args") and hasattr(torch.fx.Node, "_kwargs")
@@ -45,6 +47,8 @@ class Schedule:
     rearranges: list[int]                  # per edited node: the input whose comparison it repeats, or -1
     mutating: bool                         # a node may write in place whatever its submodules do
     module_nodes: list[tuple[str, int]]    # ("original"|"edited", position) of call_module nodes
+    draws: tuple[frozenset[int], frozenset[int]]  # call_function/call_method positions that may draw
+                                                  # random numbers, in (original, edited); random_ops
     programs: dict[tuple, Any] = field(default_factory=dict)  # divergence_codegen.Program by options
     resolved: tuple | None = None          # submodules found last time, and the links to check (fetch_modules)
 
@@ -125,15 +129,22 @@ def build_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
             for i, (n, p) in enumerate(zip(enodes, counter_pos))]
     mutating = False
     module_nodes: list[tuple[str, int]] = []
+    draws: list[frozenset[int]] = []
     for side, nodes in (("original", onodes), ("edited", enodes)):
+        drawing = []
         for pos, node in enumerate(nodes):
             if node.op == "call_module" and node.kwargs.get("inplace") is not True:
                 module_nodes.append((side, pos))
-            elif may_mutate(node):
+                continue
+            if may_mutate(node):
                 mutating = True
+            if node.op in ("call_function", "call_method") and random_ops.function_may_draw(node):
+                drawing.append(pos)
+        draws.append(frozenset(drawing))
     plan = _share_plan(onodes, enodes, counter_pos, key)
     return Schedule(prints, match, keep, original.graph, onodes, enodes, counter_pos, removed, rows,
-                    _expect_equal(plan), plan, _rearranges(enodes, counter_pos, plan), mutating, module_nodes)
+                    _expect_equal(plan), plan, _rearranges(enodes, counter_pos, plan), mutating, module_nodes,
+                    (draws[0], draws[1]))
 
 
 def _share_plan(onodes: list[torch.fx.Node], enodes: list[torch.fx.Node], counter_pos: list[int],
