@@ -155,7 +155,7 @@ def run_copy(module: torch.nn.Module, *, clone: frozenset[int] | set[int] = froz
 def tensors_written_by(gm: torch.fx.GraphModule, mutating: set[torch.fx.Node]) -> set[int]:
     """Ids of the parameters, buffers and tensor attributes of ``gm`` that running it may write
     into: those read by a ``get_attr`` upstream of a node in ``mutating`` (in-place ops, see
-    ``fxstudio.core.divergence.mutating_nodes``). Conservative: any upstream ``get_attr`` counts,
+    ``fxstudio.core.inplace_ops.mutating_nodes``). Conservative: any upstream ``get_attr`` counts,
     since a view of a weight carries writes back to it."""
     if not mutating:
         return set()
@@ -180,7 +180,7 @@ def written_paths(module: torch.nn.Module) -> set[str]:
     when it runs (see ``tensors_written_by``); empty for other modules."""
     if not isinstance(module, torch.fx.GraphModule):
         return set()
-    from fxstudio.core.divergence import mutating_nodes  # the in-place heuristic the runs use
+    from fxstudio.core.inplace_ops import mutating_nodes  # the in-place heuristic the runs use
 
     mutating = mutating_nodes(module)
     if not mutating:
