@@ -20,6 +20,10 @@ over that round's plain forward (``paired_ratio``), then the median of that over
 ratio of fastest times is printed too.
 Peak memory is the peak of live tensor storage bytes created during the call, counted exactly
 by a ``TorchDispatchMode`` (inputs and weights, which exist before the call, are not counted).
+A last model is the residual CNN with its ReLUs in place (``nn.ReLU(inplace=True)``, as torchvision
+writes them): graphs that write in place get their own inputs and share no node, so its "shared"
+column runs both graphs in full.
+
 Targets (issue 7): <= 2.5x time, <= 3x peak memory, for every configuration; the exit status is 1
 when a case misses one. ``--with-interpreter`` also times the Interpreter engine (the fallback for
 graphs with in-place ops) on the two worst cases, in the same rounds.
@@ -123,9 +127,16 @@ def diverging_edit(gm: torch.fx.GraphModule) -> tuple[torch.fx.GraphModule, str]
 
 
 def case(model: str, batch: int, repeats: int, with_interpreter: bool) -> dict:
-    """Measure one model at one batch size."""
+    """Measure one model at one batch size (``model`` may end in ``+inplace``: its ReLUs then
+    write in place, as torchvision's do)."""
+    model, _, variant = model.partition("+")
     loaded = load_model(example_path(model))
     gm = loaded.graph_module
+    if variant == "inplace":
+        gm = copy.deepcopy(gm)
+        for module in gm.modules():
+            if isinstance(module, torch.nn.ReLU):
+                module.inplace = True
     for i, node in enumerate(gm.graph.nodes):
         node.meta["fxs_id"] = i
     edited = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
@@ -154,7 +165,8 @@ def case(model: str, batch: int, repeats: int, with_interpreter: bool) -> dict:
     rounds = round_ms(fns, repeats)
     t = {name: min(values) for name, values in rounds.items()}
     mem = {name: peak_bytes(fns[name]) for name in ("plain", "node", "diverged", "shared")}
-    return {"model": model.removesuffix(".py"), "batch": batch, "nodes": len(gm.graph.nodes), "scaled": scaled,
+    name = model.removesuffix(".py") + (" (ReLU in place)" if variant == "inplace" else "")
+    return {"model": name, "batch": batch, "nodes": len(gm.graph.nodes), "scaled": scaled,
             "n_diverged": n_diverged, "t": t, "rounds": rounds, "m": mem}
 
 
@@ -167,6 +179,7 @@ def main(argv: list[str]) -> int:
     cases = [("residual_cnn.py", 1), ("transformer_block.py", 1)]
     if not quick:
         cases += [("residual_cnn.py", 16), ("transformer_block.py", 16)]
+    cases += [("residual_cnn.py+inplace", 1)] + ([] if quick else [("residual_cnn.py+inplace", 16)])
     runs = 1 if quick else next((int(a.split("=", 1)[1]) for a in argv if a.startswith("--runs=")), 5)
     kinds = ("node", "diverged", "shared")
     # Each run measures every case afresh (its own best of interleaved rounds); on a shared 2-core

@@ -120,29 +120,41 @@ def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphMod
                                        keep_o + keep_e, key, format_target,
                                        lambda n: may_mutate(n, n.graph.owning_module, {}))
         schedule.remember_schedule(edited, sched)
-    if sched.mutating:
-        raise Unsupported("a node may write in place")
     graphs = {"original": original, "edited": edited}
     modules = codegen.fetch_modules(sched, graphs)
+    writes = _generated_writes(sched, modules)
     inlined = module_inline.inline_values(modules)
     draws = _generated_draws(sched, modules, inlined)
     shared = frozenset()
     follow = -1
-    if share:
+    if share and writes is None:  # a graph that writes in place shares nothing (as the Interpreter run)
         shared = schedule.shared_positions(sched, original, edited)
         shared, follow = random_ops.limit_sharing(shared, lambda i: sched.share_plan[i][0], draws[1], draws[0],
                                                   sched.counter_pos)
     recipes = {key: recipe for key, (recipe, _) in inlined.items()}
     options = (shared, progress is not None, cancel is not None, tuple(recipes.get(k) for k in sched.module_nodes),
-               draws, follow)
+               draws, follow, writes)
     prog = sched.programs.pop(options, None)  # re-inserted below: the dict runs least recently used first
     if prog is None:
-        prog = codegen.generate(sched, shared, progress is not None, cancel is not None, recipes, draws, follow)
+        prog = codegen.generate(sched, shared, progress is not None, cancel is not None, recipes, draws, follow,
+                                writes)
         if len(sched.programs) >= 4:
             sched.programs.pop(next(iter(sched.programs)))
     sched.programs[options] = prog
     table = codegen.fetch_table(prog, sched, graphs, modules, inlined)
     return sched, prog, table, shared
+
+
+def _generated_writes(sched: schedule.Schedule, modules: dict[tuple[str, int], Any]) -> frozenset[int] | None:
+    """None when neither graph may write in place (``may_mutate``), else the positions of the
+    original's nodes that may: the calls found with the schedule plus the submodules whose
+    ``inplace`` flag is set now."""
+    owrites, ewrites = sched.mutates
+    flagged = codegen.inplace_modules(modules)
+    if flagged:
+        owrites = owrites | {pos for side, pos in flagged if side == "original"}
+        ewrites = ewrites | {pos for side, pos in flagged if side == "edited"}
+    return owrites if owrites or ewrites else None
 
 
 def _generated_draws(sched: schedule.Schedule, modules: dict[tuple[str, int], Any], inlined: dict
@@ -206,8 +218,9 @@ def _run_prepared(sched: schedule.Schedule, prog: codegen.Program, table: list, 
         if cancel():
             raise RunCancelled("The run was cancelled.")
 
-    oin = iter(original.graph.process_inputs(*args))
-    ein = iter(edited.graph.process_inputs(*args))
+    fresh = prog.writes is not None  # each graph gets its own inputs when either may write into them
+    oin = iter(original.graph.process_inputs(*(clone_tensors(args) if fresh else args)))
+    ein = iter(edited.graph.process_inputs(*(clone_tensors(args) if fresh else args)))
     reseed_for(args, seed)
     rng = (random_ops.GraphGenerators(input_device(args)),) if prog.rng else ()
     failure = None

@@ -38,6 +38,7 @@ import torch
 import torch.fx
 
 from fxstudio.core import module_inline
+from fxstudio.core.inplace_ops import clone_tensors
 from fxstudio.core.module_inline import Recipe
 from fxstudio.core.divergence_schedule import _CACHE_ATTR, _MISSING, Schedule, Unsupported, fetch_attr  # noqa: F401 (_CACHE_ATTR re-exported)
 
@@ -54,6 +55,7 @@ class Program:
     slots: list[tuple]                     # how to fetch each table entry from the graphs
     owners: dict[int, tuple[str, int, int]]  # line -> (graph, node position, edited index being run)
     rng: bool = False                      # takes a random_ops.GraphGenerators as its last argument
+    writes: frozenset[int] | None = None   # generate's ``writes``: a graph may write in place
 
 
 def _identifier(name: Any) -> bool:
@@ -115,7 +117,7 @@ def _walk(value: Any, path: tuple) -> Any:
 
 def fetch_modules(sched: Schedule, graphs: dict[str, torch.fx.GraphModule]) -> dict[tuple[str, int], Any]:
     """The submodule of every ``call_module`` node, by (graph, position); ``Unsupported`` when one
-    is missing or may write in place (``inplace=True``: the Interpreter path snapshots values).
+    is missing.
 
     The modules found last time are reused when every link of their paths still holds (each
     container's ``_modules`` entry is the same object): one dict lookup per path step instead of
@@ -128,11 +130,18 @@ def fetch_modules(sched: Schedule, graphs: dict[str, torch.fx.GraphModule]) -> d
             found = modules
     if found is None:
         found = _resolve_modules(sched, graphs)
-    for module in found.values():
+    return found
+
+
+def inplace_modules(modules: dict[tuple[str, int], Any]) -> set[tuple[str, int]]:
+    """The (graph, position) of the submodules with ``inplace`` set (``may_mutate``'s test for a
+    ``call_module`` node), read now."""
+    found = set()
+    for key, module in modules.items():
         attrs = getattr(module, "__dict__", None)
         flag = attrs.get("inplace", _MISSING) if attrs is not None else _MISSING
         if flag is True or (flag is _MISSING and _inplace(module)):
-            raise Unsupported("a submodule works in place")
+            found.add(key)
     return found
 
 
@@ -223,7 +232,8 @@ def _finished(nodes: list[torch.fx.Node]) -> list[list[torch.fx.Node]]:
 
 def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bool,
              inline: dict[tuple[str, int], Recipe] | None = None,
-             draws: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset()), follow: int = -1) -> Program:
+             draws: tuple[frozenset[int], frozenset[int]] = (frozenset(), frozenset()), follow: int = -1,
+             writes: frozenset[int] | None = None) -> Program:
     """Write and compile the lockstep function for ``sched``.
 
     ``shared``: edited positions that take their counterpart's value. With ``progress``,
@@ -242,6 +252,12 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     ``random_ops.GraphGenerators``), and ``_rng.enter(graph)`` comes before a drawing node whenever
     the other graph drew last; ``_rng.follow()`` comes after original node ``follow``
     (``random_ops.limit_sharing``). Without drawing nodes the program is what it was before.
+
+    ``writes``: when a graph may write in place, the positions of the original's nodes that may
+    (None: neither graph writes). Then, as in the Interpreter run, an original value still awaiting
+    its comparison is copied (``_clone``) before such a node runs and the copy is compared; every
+    comparison is made (no ``_re`` reuse: a value may have changed since its source was compared);
+    the caller gives each graph its own copy of the inputs and shares no node.
     """
     inline = inline or {}
     onodes, enodes = sched.onodes, sched.enodes
@@ -259,8 +275,15 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     table_line = len(body)
     body.append("")  # the table unpacking, filled in at the end
 
+    snapshots: dict[torch.fx.Node, str] = {}  # original values copied before an in-place op
+
     def node_line(side: str, pos: int, node: torch.fx.Node, names: dict, index: int) -> None:
         var = names[node]
+        if writes is not None and side == "original" and pos in writes:
+            for inp in node._input_nodes:
+                if inp in pending and inp not in snapshots:
+                    snapshots[inp] = "s" + names[inp][1:]  # o12 -> s12
+                    body.append(f"{snapshots[inp]} = _clone({names[inp]})")
         op = node.op
         if op == "placeholder":
             target = node.target
@@ -345,13 +368,16 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
             node_line("edited", index, enode, enames, index)
             if counterpart is not None:
                 source = sched.rearranges[index]
-                if source >= 0 and source not in shared:
-                    body.append(f"_re({index}, {source}, {onames[counterpart]}, {enames[enode]})")
+                reference = snapshots.pop(counterpart, onames[counterpart])
+                if source >= 0 and source not in shared and writes is None:
+                    body.append(f"_re({index}, {source}, {reference}, {enames[enode]})")
                 else:
                     how = "_cmp" if sched.expect_equal[index] else "_dif"
-                    if index in tracked:
+                    if index in tracked and writes is None:
                         how += "t"
-                    body.append(f"{how}({index}, {onames[counterpart]}, {enames[enode]})")
+                    body.append(f"{how}({index}, {reference}, {enames[enode]})")
+                if reference != onames[counterpart]:
+                    body.append(f"del {reference}")
         if counterpart is not None:
             pending.discard(counterpart)
             if counterpart in uses_done:
@@ -368,11 +394,13 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     source = "\n".join(lines + ["    " + b for b in body]) + "\n"
     filename = f"<fxstudio lockstep {next(_counter)}>"
     code = compile(source, filename, "exec")
-    namespace: dict[str, Any] = {"_next_input": next_input, "_NO_DEFAULT": _NO_DEFAULT, **module_inline.NAMESPACE}
+    namespace: dict[str, Any] = {"_next_input": next_input, "_NO_DEFAULT": _NO_DEFAULT, "_clone": clone_tensors,
+                                 **module_inline.NAMESPACE}
     exec(code, namespace)  # noqa: S102 - our own generated source
     fn = namespace["_lockstep"]
     # Line numbers in the function: the "def" line is 1, body[i] is line i + 2.
-    return Program(fn, fn.__code__, source, slots, {i + 2: owner for i, owner in owners.items()}, rng)
+    return Program(fn, fn.__code__, source, slots, {i + 2: owner for i, owner in owners.items()}, rng,
+                   writes)
 
 
 def failing_line(prog: Program, exc: BaseException) -> tuple[str, int, int] | None:

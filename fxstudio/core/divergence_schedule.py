@@ -45,7 +45,8 @@ class Schedule:
     expect_equal: list[bool]               # per edited node: same op and arguments as its counterpart, recursively
     share_plan: list[tuple | None]         # the structural half of same_computation (see _share_plan)
     rearranges: list[int]                  # per edited node: the input whose comparison it repeats, or -1
-    mutating: bool                         # a node may write in place whatever its submodules do
+    mutates: tuple[frozenset[int], frozenset[int]]  # (original, edited) positions of nodes that may write in
+                                                    # place whatever their submodules do (``may_mutate``)
     module_nodes: list[tuple[str, int]]    # ("original"|"edited", position) of call_module nodes
     draws: tuple[frozenset[int], frozenset[int]]  # call_function/call_method positions that may draw
                                                   # random numbers, in (original, edited); random_ops
@@ -112,8 +113,9 @@ def build_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
                    may_mutate: Callable[[torch.fx.Node], bool]) -> Schedule:
     """Match the graphs and work out everything about the run that their structure fixes.
 
-    ``may_mutate(node)`` is asked of every node but ``call_module`` ones, whose submodule's
-    ``inplace`` flag is read at each run (``module_nodes``). Raises ``Unsupported`` when a match key
+    ``may_mutate(node)`` is asked of every node but ``call_module`` ones (only their
+    ``inplace=True`` keyword counts here), whose submodule's ``inplace`` flag is read at each run
+    (``module_nodes``). Raises ``Unsupported`` when a match key
     appears twice in a graph (the Interpreter path keeps its exact release order then).
     """
     for keys in (okeys, ekeys):
@@ -127,23 +129,28 @@ def build_schedule(original: torch.fx.GraphModule, edited: torch.fx.GraphModule,
     text = memoized_by_target(target_text)
     rows = [(i, n.meta.get("fxs_id"), n.name, n.op, text(n), onodes[p].name if p >= 0 else None)
             for i, (n, p) in enumerate(zip(enodes, counter_pos))]
-    mutating = False
+    mutates: list[frozenset[int]] = []
     module_nodes: list[tuple[str, int]] = []
     draws: list[frozenset[int]] = []
     for side, nodes in (("original", onodes), ("edited", enodes)):
         drawing = []
+        writing = []
         for pos, node in enumerate(nodes):
-            if node.op == "call_module" and node.kwargs.get("inplace") is not True:
-                module_nodes.append((side, pos))
+            if node.op == "call_module":
+                module_nodes.append((side, pos))  # the submodule's inplace flag is read at each run
+                if node.kwargs.get("inplace") is True:
+                    writing.append(pos)
                 continue
             if may_mutate(node):
-                mutating = True
+                writing.append(pos)
             if node.op in ("call_function", "call_method") and random_ops.function_may_draw(node):
                 drawing.append(pos)
         draws.append(frozenset(drawing))
+        mutates.append(frozenset(writing))
     plan = _share_plan(onodes, enodes, counter_pos, key)
     return Schedule(prints, match, keep, original.graph, onodes, enodes, counter_pos, removed, rows,
-                    _expect_equal(plan), plan, _rearranges(enodes, counter_pos, plan), mutating, module_nodes,
+                    _expect_equal(plan), plan, _rearranges(enodes, counter_pos, plan), (mutates[0], mutates[1]),
+                    module_nodes,
                     (draws[0], draws[1]))
 
 

@@ -11,8 +11,9 @@ A module is written this way only while ``forward`` is what it was written from:
 exactly one of the classes below (not a subclass, so not a parametrized module), that class's
 ``forward`` is the one seen at import, the instance has no ``forward`` of its own, no hooks and no
 compiled call, no global module hooks are set, no JIT trace is running, and the layer's own
-conditions hold (no in-place flag, zero padding, batch norm in eval mode with running statistics,
-embedding without ``max_norm``, which renormalises the weight in place). Anything else is called
+conditions hold (zero padding, batch norm in eval mode with running statistics, embedding without
+``max_norm``, which renormalises the weight in place). An ``inplace`` flag is passed on as the
+module passes it; the run sees from the same flag that the node writes in place (``inplace_ops``). Anything else is called
 as a module. ``inline_values`` checks this at every run; the program is cached per set of
 inlined nodes.
 """
@@ -78,12 +79,14 @@ def _gelu(m: torch.nn.Module, d: dict) -> tuple:
     return (d["approximate"],)
 
 
-def _not_inplace(m: torch.nn.Module, d: dict) -> tuple | None:
-    return () if d.get("inplace") is False else None
+def _inplace_flag(m: torch.nn.Module, d: dict) -> tuple | None:
+    flag = d.get("inplace")
+    return (flag,) if type(flag) is bool else None
 
 
 def _dropout(m: torch.nn.Module, d: dict) -> tuple | None:
-    return (d["p"], d["training"]) if d.get("inplace") is False else None
+    flag = d.get("inplace")
+    return (d["p"], d["training"], flag) if type(flag) is bool else None
 
 
 def _conv(m: torch.nn.Module, d: dict) -> tuple | None:
@@ -127,8 +130,8 @@ def _recipes() -> dict[type, Recipe]:
         (nn.Linear, _linear, "_F.linear({x}, {0}, {1})"),
         (nn.LayerNorm, _layer_norm, "_F.layer_norm({x}, {0}, {1}, {2}, {3})"),
         (nn.GELU, _gelu, "_F.gelu({x}, approximate={0})"),
-        (nn.ReLU, _not_inplace, "_F.relu({x}, inplace=False)"),
-        (nn.Dropout, _dropout, "_F.dropout({x}, {0}, {1}, False)"),
+        (nn.ReLU, _inplace_flag, "_F.relu({x}, inplace={0})"),
+        (nn.Dropout, _dropout, "_F.dropout({x}, {0}, {1}, {2})"),
         (nn.Conv1d, _conv, "_F.conv1d({x}, {0}, {1}, {2}, {3}, {4}, {5})"),
         (nn.Conv2d, _conv, "_F.conv2d({x}, {0}, {1}, {2}, {3}, {4}, {5})"),
         (nn.Conv3d, _conv, "_F.conv3d({x}, {0}, {1}, {2}, {3}, {4}, {5})"),

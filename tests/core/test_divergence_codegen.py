@@ -265,22 +265,6 @@ def test_container_arguments_and_a_changed_literal_are_seen():
     assert "TypeError" in second.failure.message
 
 
-def test_in_place_graphs_fall_back_to_the_interpreter():
-    class InPlace(nn.Module):
-        def forward(self, x):
-            y = x + 1
-            y.add_(1)
-            return torch.relu(y)
-
-    gm = torch.fx.symbolic_trace(InPlace())
-    for i, node in enumerate(gm.graph.nodes):
-        node.meta["fxs_id"] = i
-    with pytest.raises(codegen.Unsupported):
-        run_divergence(gm, copy.deepcopy(gm), (torch.ones(2),), rtol=1e-5, atol=1e-6, engine="generated")
-    result = run_divergence(gm, copy.deepcopy(gm), (torch.ones(2),), rtol=1e-5, atol=1e-6)
-    assert result.first is None and {r.status for r in result.nodes} == {"equal"}
-
-
 def test_programs_are_cached_on_the_edited_graph_and_an_edit_replaces_them():
     doc = doc_for("add_mul.py")
     edited = doc.module()
