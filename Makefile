@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench screenshot clean
+.PHONY: run test bench screenshot bundle clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ bench: $(STAMP)
 screenshot: $(STAMP)
 	$(VENV)/bin/fxstudio resources/examples/residual_cnn.py --screenshot docs/img/window.png \
 		--replay docs/img/window_edits.json --select gelu
+
+# The desktop bundle dist/fxstudio/ (PyInstaller one-folder; ~1.1 GB, a few minutes), then its smoke
+# test. PyInstaller is pinned here only: neither the app nor `make test` needs it.
+bundle: $(STAMP)
+	$(PY) -m pip install -q pyinstaller==6.22.3 pyinstaller-hooks-contrib==2026.9
+	$(PY) -m PyInstaller --noconfirm --log-level WARN --distpath dist --workpath build/pyinstaller packaging/fxstudio.spec
+	packaging/smoke_test.sh dist/fxstudio/fxstudio
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -157,6 +157,19 @@ def _shape_of(value: Any) -> str:
     return type(value).__name__
 
 
+FROZEN_PYTHON_C_FLAG = "--fxstudio-python-c"
+"""In a frozen bundle ``sys.executable`` is the app's binary, not a Python: the bundle's entry
+(``packaging/fxstudio_entry.py``) runs ``BINARY --fxstudio-python-c CODE ARGS...`` as ``python -c``."""
+
+
+def python_c_argv(code: str) -> list[str]:
+    """The command that runs ``code`` in a fresh, isolated interpreter, as ``python -I -B -c code``
+    (frozen: the bundle's binary in its hidden ``-c`` mode; arguments for ``code`` follow)."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, FROZEN_PYTHON_C_FLAG, code]
+    return [sys.executable, "-I", "-B", "-c", code]
+
+
 def run_exported(
     py_path: Path, inputs: tuple, *, search_paths: list[Path], timeout: float = 600.0,
     cancel: Callable[[], bool] | None = None,
@@ -173,8 +186,8 @@ def run_exported(
         inputs_path, result_path = tmp_path / "inputs.pt", tmp_path / "outputs.pt"
         torch.save(tuple(plain(v) for v in inputs), inputs_path)
         name = "".join(c if c.isalnum() or c == "_" else "_" for c in py_path.stem) or "exported"
-        argv = [
-            sys.executable, "-I", "-B", "-c", _CHILD, name, str(py_path), str(inputs_path), str(result_path),
+        argv = python_c_argv(_CHILD) + [
+            name, str(py_path), str(inputs_path), str(result_path),
             str(torch.get_num_threads()), str(SEED), json.dumps([str(p) for p in search_paths]),
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from fxstudio.core.errors import EditRefused, ScriptError
-from fxstudio.resources import DEFAULT_EXAMPLE, example_path
+from fxstudio.resources import DEFAULT_EXAMPLE, ICON_PNG, example_path
 
 
 def _qt_messages(mode, context, message: str) -> None:
@@ -36,6 +37,9 @@ def make_app() -> QApplication:
     app.setApplicationName("fxstudio")
     app.setOrganizationName("fxstudio")
     app.setApplicationDisplayName("fxstudio")
+    app.setDesktopFileName("fxstudio")  # Wayland links the window to packaging/linux/fxstudio.desktop
+    if ICON_PNG.is_file():  # an installation without the icon still starts
+        app.setWindowIcon(QIcon(str(ICON_PNG)))
     apply_app_style(app)
     install_gui_thread_collector(app)  # widgets in cycles are never deleted off the GUI thread
     return app
