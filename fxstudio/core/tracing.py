@@ -10,6 +10,7 @@ import importlib
 import io
 import linecache
 import logging
+import os
 import sys
 import sysconfig
 import types
@@ -28,7 +29,8 @@ from fxstudio.core.trace_diagnostics import trace_error
 
 def _library_roots() -> tuple[str, ...]:
     roots = {str(Path(torch.__file__).parent), str(Path(__file__).resolve().parent.parent)}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+    # "scripts": console scripts such as the venv's own bin/fxstudio, which start every trace
+    for key in ("stdlib", "platstdlib", "purelib", "platlib", "scripts"):
         try:
             roots.add(sysconfig.get_paths()[key])
         except KeyError:
@@ -83,8 +85,8 @@ class StudioTracer(torch.fx.Tracer):
     def _classify(self, filename: str) -> bool:
         if filename == self._user_file:
             return True
-        if filename.startswith("<"):
-            return False
+        if filename.startswith("<") or not os.path.isabs(filename):
+            return False  # generated code, or a frozen bundle's library (relative archive names)
         return not any(filename.startswith(root) for root in _LIBRARY_ROOTS)
 
     def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
