@@ -1,12 +1,14 @@
-"""The generated code of a graph, kept up to date line by line after argument edits.
+"""The generated code of a graph, kept up to date line by line after edits of a few nodes.
 
 ``graph.python_code(root_module="self")`` costs ~0.2 s on a 10k-node graph. An argument edit
 (a constant, a keyword, a rewire, and their undo/redo) changes few lines of that text: the edited
 node's own line and the ``;  a = b = None`` deletion suffixes of the nodes that became (or stopped
-being) the last user of a value. :class:`IncrementalCode` keeps the text of one full generation
-and recomputes just those lines, asking torch.fx itself for each new line (the node copied into a
-throw-away graph), so the text stays identical to a full regeneration. Whenever that cannot be
-guaranteed, :meth:`IncrementalCode.update` returns None and the caller regenerates everything.
+being) the last user of a value. An insert, an erase, a duplicate or a small dead-code elimination
+adds or removes one line per node besides. :class:`IncrementalCode` keeps the text of one full
+generation and recomputes just those lines, asking torch.fx itself for each new line (the node
+copied into a throw-away graph), so the text stays identical to a full regeneration. Whenever that
+cannot be guaranteed, :meth:`IncrementalCode.update` / :meth:`IncrementalCode.edit` return None
+and the caller regenerates everything.
 
 Why the identity holds: fx names every symbol of the generated code (node values, and globals such
 as user functions) in one namespace, first come first served. :meth:`IncrementalCode.full` accepts
@@ -15,15 +17,30 @@ its own name, no global carries a ``_N`` suffix), so every symbol got its own ca
 those candidates are all distinct. An update only accepts a new line whose globals are objects the
 full generation already named the same way; the symbols of the new text are then a subset of the old
 ones with distinct candidates, so every one keeps its name whatever the order they appear in.
+A new node adds one symbol: it is accepted only when fx writes the node alone under its own name
+(so the name is a legal, unreserved candidate) and no other node of the new text nor any global of
+the last full generation has that name; the candidates then stay distinct, and the argument holds.
+Lines: the standard code generator writes one line per non-placeholder node, in node order, with
+nothing between them (checked by :meth:`IncrementalCode.full`), so a new node's line goes right
+before the line of the next node that kept its own, and a removed node's line just goes. The
+``def`` line and the ``wrap(...)`` lines above it are never touched: edits that would change them
+(placeholders, the output, wrapped calls added or removed) refuse.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable
 
 import torch.fx
 from torch.fx.graph import CodeGen
+
+from fxstudio.core.code_lines import LineEdit, apply_edits, make_edits
+
+MAX_NODES = 64
+"""More nodes added, removed or rewritten than this in one :meth:`IncrementalCode.edit`: it refuses
+(a full generation is then fine, and the line bookkeeping stays small)."""
 
 _SUFFIXED = re.compile(r"_\d+$")
 _MISSING = object()
@@ -60,8 +77,10 @@ def _deletion_suffix(names: list[str]) -> str:
 class IncrementalCode:
     """The text of ``graph.python_code(root_module="self")``, updated line by line after edits.
 
-    Call :meth:`full` once (and again whenever :meth:`update` returns None); after each edit of the
-    graph call :meth:`update` with the nodes the edit changed.
+    Call :meth:`full` once (and again whenever :meth:`edit` or :meth:`update` returns None); after
+    each edit of the graph call :meth:`edit` with the nodes the edit added or changed (it answers
+    line edits, any edit), or :meth:`update` for an edit that added and removed nothing (it
+    answers ``{line: text}``).
     """
 
     def __init__(self) -> None:
@@ -76,6 +95,10 @@ class IncrementalCode:
         self._globals: dict[str, object] = {}
         self._def_line = 0  # 1-based line of "def forward(...)"
         self._output_editable = False
+        self._by_name: dict[str, torch.fx.Node] = {}  # node name -> node, as last generated
+        self._placeholders: list[str] = []  # their names (never added, removed or renamed by an edit)
+        self._body_start = 0  # 0-based line of the first node line; node lines follow it in node order
+        self._structural = ""  # why nodes cannot be added or removed line by line ("" when they can)
         self.incremental = False
         """True when :meth:`update` may answer; False until :meth:`full`, and after a refusal."""
         self.reason = "no generation yet"
@@ -113,19 +136,29 @@ class IncrementalCode:
         """Node name → 1-based line of the text defining it: the ``def`` line for placeholders,
         the ``return`` line for the output. None when the last :meth:`full` could not index the
         text (then :attr:`incremental` is False)."""
+        maps = self.line_maps()
+        return None if maps is None else maps[0]
+
+    def line_maps(self, offset: int = 0) -> tuple[dict[str, int], dict[int, str]] | None:
+        """:meth:`node_lines` with ``offset`` taken off every line, and its inverse: line → name of
+        the node it defines (the first placeholder for the ``def`` line). None as for
+        :meth:`node_lines`."""
         if not self.incremental:
             return None
-        lines = {name: k + 1 for name, k in zip(self._names, self._line) if k >= 0}
-        if self._lines[self._def_line - 1].startswith("def "):
-            for node in self._nodes:
-                if node.op == "placeholder":
-                    lines[node.name] = self._def_line
-        return lines
+        owned = [(name, k + 1 - offset) for name, k in zip(self._names, self._line) if k >= 0]
+        line_of = dict(owned)
+        node_at = {number: name for name, number in owned}
+        if self._placeholders and self._lines[self._def_line - 1].startswith("def "):
+            number = self._def_line - offset
+            line_of.update(dict.fromkeys(self._placeholders, number))
+            node_at.setdefault(number, self._placeholders[0])
+        return line_of, node_at
 
     def _index(self, graph: torch.fx.Graph, pc) -> str:
         """Learn each node's line and last user; the reason incremental updates are off, or ""."""
         self._nodes = nodes = list(graph.nodes)
         self._names = [n.name for n in nodes]
+        self._placeholders = [n.name for n in nodes if n.op == "placeholder"]
         self._pos = {}
         self._line = line = [-1] * len(nodes)
         self._generated = generated = {}
@@ -179,6 +212,22 @@ class IncrementalCode:
             if dead and not lines[k].endswith(_deletion_suffix(dead)):
                 return f"node {name}: deletion suffix differs from fx's"
         self._pos = {node: i for i, node in enumerate(nodes)}
+        self._by_name = dict(zip(self._names, nodes))
+        self._structural = self._check_layout()
+        return ""
+
+    def _check_layout(self) -> str:
+        """Why inserting or removing a line per added or removed node would not give fx's text
+        ("" when it would): every node but the placeholders owns one line, the output's last, all
+        of them consecutive (nothing else between them)."""
+        nodes, line = self._nodes, self._line
+        if not nodes or nodes[-1].op != "output" or line[-1] < 0 or len(self._by_name) != len(nodes):
+            return "no return line of its own, or two nodes share a name"
+        owned = [k for k, node in zip(line, nodes) if node.op != "placeholder"]
+        start = owned[0]
+        if owned != list(range(start, start + len(owned))):
+            return "the node lines are not consecutive"
+        self._body_start = start
         return ""
 
     def _suffix(self, node: torch.fx.Node, inputs: Iterable[torch.fx.Node]) -> str:
@@ -221,15 +270,10 @@ class IncrementalCode:
                 return self._refuse(f"node {node.name} moved")
             if (after is not nodes[i + 1]) if i + 1 < len(nodes) else (after.op != "root"):
                 return self._refuse(f"node {node.name} moved")
-            old = generated[node]
-            if not _same(node, old):
-                if node.op == "placeholder" or (node.op == "output" and (not self._output_editable
-                                                                        or node.type is not None)):
-                    # A default or a return annotation: the def line changes.
-                    return self._refuse(f"{node.op} {node.name} changed")
-                if node.meta.get("is_wrapped", False) and node.target is not old[2]:
-                    # The ``wrap("...")`` lines above the function list the wrapped targets in use.
-                    return self._refuse(f"node {node.name} calls a wrapped function")
+            if not _same(node, generated[node]):
+                reason = self._unwritable(node)
+                if reason:
+                    return self._refuse(reason)
                 regenerate.append(node)
 
         emits: dict[torch.fx.Node, str] = {}
@@ -288,6 +332,191 @@ class IncrementalCode:
                 result[k + 1] = text
         self.reason = ""
         return result
+
+    # ------------------------------------------------------------------ nodes added or removed
+
+    def edit(self, graph: torch.fx.Graph, changed: Iterable[torch.fx.Node]) -> list[LineEdit] | None:
+        """After any edit of ``graph``: the line edits (lines inserted, removed and replaced, in the
+        numbering of the text before) that give the new text, already applied to :attr:`text` and
+        to the line maps. ``changed``: every node the edit added and every live node whose
+        arguments, target or users it changed; removed nodes are found by a walk over the graph.
+
+        None when a full generation is needed: whatever :meth:`update` refuses, more than
+        :data:`MAX_NODES` nodes added, removed or rewritten, a placeholder, the output or a wrapped
+        call added or removed, or a new node whose name or globals fx would not write as in the
+        last :meth:`full`.
+        """
+        if not self.incremental:
+            return None
+        changed = list(dict.fromkeys(changed))
+        pos = self._pos
+        if len(graph.nodes) == len(self._nodes) and all(node in pos and not node._erased for node in changed):
+            lines = self.update(graph, changed)
+            return None if lines is None else [LineEdit(k, 1, (text,)) for k, text in sorted(lines.items())]
+        return self._restructure(graph, changed)
+
+    def _walk(self, graph: torch.fx.Graph) -> tuple | str:
+        """Match ``graph``'s nodes against the last node list: (new order, added nodes, removed
+        nodes, {old 0-based line: added nodes whose lines go just before it}), or why not (a node
+        moved, renamed, too many added or removed)."""
+        nodes, pos, names, line = self._nodes, self._pos, self._names, self._line
+        order: list[torch.fx.Node] = []
+        added: list[torch.fx.Node] = []
+        removed: list[torch.fx.Node] = []
+        before: dict[int, list[torch.fx.Node]] = {}
+        pending: list[torch.fx.Node] = []
+        i = 0
+        for node in graph.nodes:
+            j = pos.get(node)
+            if j is None:
+                added.append(node)
+                pending.append(node)
+                if len(added) > MAX_NODES:
+                    return f"more than {MAX_NODES} nodes added"
+            else:
+                if j != i:
+                    if j < i or any(not nodes[k]._erased for k in range(i, j)):
+                        return f"node {node.name} moved"
+                    removed.extend(nodes[i:j])
+                    if len(removed) > MAX_NODES:
+                        return f"more than {MAX_NODES} nodes removed"
+                if node.name != names[j]:
+                    return f"node {names[j]} was renamed"
+                if pending and line[j] >= 0:
+                    before[line[j]] = pending
+                    pending = []
+                i = j + 1
+            order.append(node)
+        if any(not node._erased for node in nodes[i:]):
+            return "nodes moved"
+        removed.extend(nodes[i:])
+        if pending:
+            return "a node was added after the output"
+        return order, added, removed, before
+
+    def _restructure(self, graph: torch.fx.Graph, changed: list[torch.fx.Node]) -> list[LineEdit] | None:
+        """:meth:`edit` when nodes were added or removed."""
+        if graph is not self._graph:
+            return self._refuse("another graph")
+        if self._structural:
+            return self._refuse(self._structural)
+        if abs(len(graph.nodes) - len(self._nodes)) > MAX_NODES:
+            return self._refuse(f"more than {MAX_NODES} nodes added or removed")
+        walked = self._walk(graph)
+        if isinstance(walked, str):
+            return self._refuse(walked)
+        order, added, removed, before = walked
+        by_name, generated, pos = self._by_name, self._generated, self._pos
+        gone = set(removed)
+        for node in removed:
+            if node.op in ("placeholder", "output") or node.meta.get("is_wrapped", False):
+                return self._refuse(f"{node.op} {node.name} removed")
+        names: set[str] = set()
+        for node in added:
+            name = node.name
+            if node.op in ("placeholder", "output") or node.meta.get("is_wrapped", False):
+                return self._refuse(f"{node.op} {name} added")
+            # Its name must be a symbol of its own in fx's namespace (see the module docstring).
+            other = by_name.get(name)
+            if (other is not None and other not in gone) or name in self._globals or name in names:
+                return self._refuse(f"new node {name} is named like another symbol of the code")
+            names.add(name)
+        regenerate = list(added)
+        new = set(added)
+        for node in changed:
+            if node in gone or node in new:
+                continue
+            if node not in pos:
+                return self._refuse(f"changed node {node.name} is not in the graph")
+            if not _same(node, generated[node]):
+                reason = self._unwritable(node)
+                if reason:
+                    return self._refuse(reason)
+                regenerate.append(node)
+        if len(regenerate) + len(removed) > MAX_NODES:
+            return self._refuse(f"more than {MAX_NODES} nodes changed")
+        emits: dict[torch.fx.Node, str] = {}
+        for node in regenerate:
+            emit = self._fresh_emit(node)
+            if emit is None:
+                return self._refuse(self.reason)
+            emits[node] = emit
+
+        # Values whose users changed: the new nodes, and the inputs new, removed and regenerated
+        # nodes have or had.
+        new_pos = {node: k for k, node in enumerate(order)}
+        values: dict[torch.fx.Node, None] = dict.fromkeys(added)
+        for node in regenerate:
+            values.update(node._input_nodes)
+            if node not in new:
+                values.update(dict.fromkeys(generated[node][0]))
+        for node in removed:
+            values.update(dict.fromkeys(generated[node][0]))
+        last_user = self._last_user
+        new_last: dict[torch.fx.Node, torch.fx.Node | None] = {}
+        for value in values:
+            if value in gone:
+                continue
+            users = value.users
+            if any(user not in new_pos for user in users):
+                return self._refuse(f"a user of {value.name} is not in the graph")
+            new_last[value] = max(users, key=new_pos.__getitem__) if users else None
+        redo: dict[torch.fx.Node, None] = dict.fromkeys(regenerate)
+        for value, last in new_last.items():
+            old = last_user.get(value)
+            if old is last:
+                continue
+            for user in (old, last):
+                if user is not None and user not in gone:
+                    redo[user] = None
+            if (old is None) != (last is None):
+                redo[value] = None
+        lines, line = self._lines, self._line
+        for node in redo:
+            if node in emits or node.op in ("placeholder", "output"):
+                continue
+            text = lines[line[pos[node]]]
+            suffix = self._suffix(node, generated[node][0])
+            if not text.endswith(suffix):
+                return self._refuse(f"node {node.name}: stored line out of step")
+            emits[node] = text[:len(text) - len(suffix)] if suffix else text
+
+        # Commit: the maps first (the new suffixes depend on them), then the text.
+        replaced: dict[int, str | None] = {line[pos[node]]: None for node in removed}
+        for node in removed:
+            last_user.pop(node, None)
+            del generated[node]
+            if by_name.get(node.name) is node:
+                del by_name[node.name]
+        last_user.update(new_last)
+        for node in regenerate:
+            generated[node] = _generated(node)
+        by_name.update((node.name, node) for node in added)
+        texts: dict[torch.fx.Node, str] = {}
+        for node, emit in emits.items():
+            texts[node] = text = emit if node.op == "output" else emit + self._suffix(node, generated[node][0])
+            if node not in new and text != lines[line[pos[node]]]:
+                replaced[line[pos[node]]] = text
+        edits = make_edits({k: [texts[node] for node in group] for k, group in before.items()}, replaced)
+        apply_edits(lines, edits)
+        counter = itertools.count(self._body_start)
+        self._nodes, self._pos = order, new_pos
+        self._names = [node.name for node in order]
+        self._line = line = [-1 if node.op == "placeholder" else next(counter) for node in order]
+        if any(lines[line[new_pos[node]]] != text for node, text in texts.items()):
+            return self._refuse("the edited lines are not where the node order puts them")
+        self.reason = ""
+        return edits
+
+    def _unwritable(self, node: torch.fx.Node) -> str:
+        """Why the changed line of a known node cannot be rewritten alone ("" when it can)."""
+        if node.op == "placeholder" or (node.op == "output" and (not self._output_editable or node.type is not None)):
+            # A default or a return annotation: the def line changes.
+            return f"{node.op} {node.name} changed"
+        if node.meta.get("is_wrapped", False) and node.target is not self._generated[node][2]:
+            # The ``wrap("...")`` lines above the function list the wrapped targets in use.
+            return f"node {node.name} calls a wrapped function"
+        return ""
 
     def _fresh_emit(self, node: torch.fx.Node) -> str | None:
         """``node``'s new line without its deletion suffix, as fx writes it; None (with

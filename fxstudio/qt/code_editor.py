@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QPainter, QTextCharFormat, QTextCursor, QTextFormat, QTextLayout
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
 from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
+
+from fxstudio.core.code_lines import LineEdit, check_edits, new_number
 
 # A light palette close to common IDE defaults; the first matching token type wins.
 _PALETTE = [
@@ -64,6 +68,27 @@ class VisibleHighlighter:
             if block.isValid() and block.layout() is not None:
                 block.layout().clearFormats()
 
+    def shift(self, edits: Sequence[LineEdit]) -> None:
+        """Follow line edits: lines that moved keep their colours; edited lines, and the line after
+        each edit (a line break inserted or removed there may have split or joined its block), are
+        coloured again when next in view."""
+        done = set()
+        for number in self._done:
+            moved = new_number(number + 1, edits)
+            if moved is not None:
+                done.add(moved - 1)
+        doc = self.editor.document()
+        shift = 0
+        for e in edits:
+            start = e.start - 1 + shift
+            for number in range(start, start + len(e.texts) + 1):
+                done.discard(number)
+                block = doc.findBlockByNumber(number)
+                if block.isValid() and block.layout() is not None:
+                    block.layout().clearFormats()
+            shift += e.delta
+        self._done = done
+
     def highlight_visible(self) -> None:
         """Colour the lines in view (and a few around them) not coloured yet."""
         ed = self.editor
@@ -105,6 +130,37 @@ class VisibleHighlighter:
                     ranges.append(r)
             pos += n
         return ranges
+
+
+def _edit_block_range(doc, cursor: QTextCursor, edit: LineEdit) -> None:
+    """Apply one line edit to ``doc`` with ``cursor`` (inside the caller's edit block)."""
+    count = doc.blockCount()
+    texts = "\n".join(edit.texts)
+    if not edit.removed and not edit.texts:
+        return
+    if edit.removed:
+        cursor.setPosition(doc.findBlockByNumber(edit.start - 1).position())
+        last = doc.findBlockByNumber(edit.start + edit.removed - 2)
+        cursor.setPosition(last.position() + last.length() - 1, QTextCursor.MoveMode.KeepAnchor)
+        if edit.texts:
+            cursor.insertText(texts)
+            return
+        # Removing whole lines: take a line break with them (the following one, or at the end the one before).
+        if edit.start + edit.removed <= count:
+            cursor.setPosition(doc.findBlockByNumber(edit.start + edit.removed - 1).position(),
+                               QTextCursor.MoveMode.KeepAnchor)
+        elif edit.start > 1:
+            end = cursor.position()
+            before = doc.findBlockByNumber(edit.start - 2)
+            cursor.setPosition(before.position() + before.length() - 1)
+            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+    elif edit.start <= count:
+        cursor.setPosition(doc.findBlockByNumber(edit.start - 1).position())
+        cursor.insertText(texts + "\n")
+    else:
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText("\n" + texts)
 
 
 class _LineNumbers(QWidget):
@@ -215,6 +271,35 @@ class CodeEditor(QPlainTextEdit):
         self.highlighter.forget(number - 1 for number in lines)
         self.verticalScrollBar().setValue(vbar)
         self.horizontalScrollBar().setValue(hbar)
+        self.highlighter.highlight_visible()
+
+    def edit_lines(self, edits: Sequence[LineEdit]) -> None:
+        """Apply line edits (:class:`fxstudio.core.code_lines.LineEdit`: lines inserted, removed and
+        replaced, numbered in the text before) in place.
+
+        Only replacements: :meth:`replace_lines`. Otherwise the rest of the document and its colours
+        stay, the view keeps showing the same lines (scrolled by the lines added or removed above
+        them), and the edited lines are coloured when in view. Far cheaper than :meth:`set_code`.
+        """
+        if not edits:
+            return
+        if all(e.removed == len(e.texts) == 1 for e in edits):
+            self.replace_lines({e.start: e.texts[0] for e in edits})
+            return
+        doc = self.document()
+        check_edits(edits, doc.blockCount())
+        vbar, hbar = self.verticalScrollBar(), self.horizontalScrollBar()
+        top, left = vbar.value(), hbar.value()
+        # Keep the same lines in view: scroll by what the edits above the first visible line added.
+        top += sum(e.delta for e in edits if e.start <= top and e.start + e.removed <= top + 1)
+        cursor = QTextCursor(doc)
+        cursor.beginEditBlock()
+        for e in reversed(edits):
+            _edit_block_range(doc, cursor, e)
+        cursor.endEditBlock()
+        self.highlighter.shift(edits)
+        vbar.setValue(top)
+        hbar.setValue(left)
         self.highlighter.highlight_visible()
 
     def highlight_line(self, line: int, *, scroll: bool = True) -> None:

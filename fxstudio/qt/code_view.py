@@ -1,9 +1,10 @@
 """The Code dock: the edited module's generated Python and the original model file's source.
 
 Tab "Edited code" shows ``doc.module().code`` highlighted, with the selected node's line marked;
-clicking a line selects the node that line defines. After an argument edit (and its undo/redo)
-only the lines that changed are rewritten (:class:`fxstudio.core.code_text.IncrementalCode`), on
-the next event-loop turn; anything else regenerates the whole text after a pause in the edits.
+clicking a line selects the node that line defines. After an edit that changes, inserts or erases
+a few nodes (and its undo/redo) only the lines that changed are rewritten, inserted or removed
+(:class:`fxstudio.core.code_text.IncrementalCode`), on the next event-loop turn; anything else
+(or whatever that class refuses) regenerates the whole text after a pause in the edits.
 Tab "Source" shows the user's file scrolled to the selected node's source line
 (``node.meta["fxs_source"]``), or any file:line asked for by :meth:`CodeView.show_source` (the
 trace-failure dialog's links).
@@ -16,7 +17,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
-from fxstudio.core.code_text import IncrementalCode
+from fxstudio.core.code_lines import LineEdit
+from fxstudio.core.code_text import MAX_NODES, IncrementalCode
 from fxstudio.qt.code_editor import CodeEditor
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
@@ -26,8 +28,13 @@ CODE_DELAY_MS = 250
 """Regenerating the whole code costs ~0.3 s at 10k nodes: wait for a pause in the edits (one per burst)."""
 
 LINE_UPDATE_DELAY_MS = 0
-"""Rewriting the few lines an argument edit changed costs about a millisecond: do it on the next
-event-loop turn (a burst of events in one turn, e.g. a history jump, is still one update)."""
+"""Rewriting the few lines an edit changed costs a few milliseconds: do it on the next event-loop
+turn (a burst of events in one turn, e.g. a history jump, is still one update)."""
+
+LINE_UPDATE_MAX_NODES = MAX_NODES
+"""More nodes than this added or removed since the last refresh: regenerate everything (changed
+nodes are not counted: an edit reports every node whose shape it changed, and those whose line
+is the same cost nothing)."""
 
 _LINE_EDIT_KINDS = ("edited", "undone", "redone", "saved")
 
@@ -72,7 +79,8 @@ class CodeView(QWidget):
         self._subscription = DocumentSubscription(self._on_event)
         self._code = IncrementalCode()
         self._changed: set[int] = set()  # node ids changed since the last refresh
-        self._line_edits = False  # True while every event since the last refresh was a line edit
+        self._line_edits = False  # True while every event since the last refresh may go line by line
+        self._touched = 0  # nodes added or removed since the last refresh (with repeats)
         self._offset = 0  # leading blank lines of the generated source that the pane drops
         self._line_of: dict[str, int] = {}
         self._node_at: dict[int, str] = {}
@@ -107,6 +115,7 @@ class CodeView(QWidget):
         self._code = IncrementalCode()
         self._changed.clear()
         self._line_edits = False
+        self._touched = 0
         self._source_file = None
         if doc is not None:
             path = doc.loaded.path
@@ -122,19 +131,22 @@ class CodeView(QWidget):
         self.lazy.flush()
 
     def _on_event(self, event) -> None:
-        # Line edits (no node added or removed) can be applied line by line: soon. Anything else
-        # is a full regeneration: after a pause in the edits.
-        if event.kind not in _LINE_EDIT_KINDS or event.added or event.removed:
+        # Edits of a few nodes (changed, added or removed) can be applied line by line: soon.
+        # Anything else is a full regeneration: after a pause in the edits.
+        self._touched += len(event.added) + len(event.removed)
+        if event.kind not in _LINE_EDIT_KINDS or self._touched > LINE_UPDATE_MAX_NODES:
             self._line_edits = False
         self._changed.update(event.changed)
+        self._changed.update(event.added)
         cheap = self._line_edits and self._code.incremental
         self.lazy.request(LINE_UPDATE_DELAY_MS if cheap else CODE_DELAY_MS)
 
     def refresh(self, *, full: bool = False) -> None:
-        """Bring the edited code up to date and re-mark the selection: only the changed lines when
-        every event since the last refresh was an argument edit (unless ``full``), else all of it."""
+        """Bring the edited code up to date and re-mark the selection: only the lines that changed
+        when every event since the last refresh was an edit (or undo/redo) of a few nodes and the
+        code can follow it line by line (unless ``full``), else all of it."""
         changed, line_edits = self._changed, self._line_edits and not full
-        self._changed, self._line_edits = set(), True
+        self._changed, self._line_edits, self._touched = set(), True, 0
         if self.doc is None:
             self.edited.set_code("")
             self._line_of, self._node_at = {}, {}
@@ -153,30 +165,33 @@ class CodeView(QWidget):
         self.edited.set_code(code)
         self.follow_selection()
 
-    def _line_maps(self, code: str, graph) -> tuple[dict[str, int], dict[int, str]]:
+    def _line_maps(self, code: str | None, graph) -> tuple[dict[str, int], dict[int, str]]:
         """Node name → line and line → node name, as :func:`map_code_lines` gives them; from the
-        generation's own line map when it has one (no regex pass over the text)."""
-        lines = self._code.node_lines()
-        if lines is None:
-            return map_code_lines(code, graph)
-        line_of = {name: number - self._offset for name, number in lines.items()}
-        node_at: dict[int, str] = {}
-        for name, line in line_of.items():
-            node_at.setdefault(line, name)  # the def line: the first placeholder
-        return line_of, node_at
+        generation's own line map when it has one (no regex pass over the text; ``code`` may then
+        be None)."""
+        maps = self._code.line_maps(self._offset)
+        return map_code_lines(code, graph) if maps is None else maps
 
     def _update_lines(self, changed: set[int]) -> bool:
-        """Rewrite the lines the nodes ``changed`` touched; False when a full refresh is needed.
+        """Rewrite, insert and remove the lines of the nodes ``changed`` (ids; those erased since
+        resolve to None and are found by the code's own walk); False when a full refresh is needed.
 
-        Names and line numbers stay as they were, so the line ↔ node maps need no update.
+        When lines were inserted or removed the line ↔ node maps are rebuilt from the code's index
+        (numbers shift; names stay, renames are refused).
         """
-        nodes = [self.doc.node(node_id) for node_id in changed]
-        if any(node is None for node in nodes):
+        nodes = [node for node in map(self.doc.node, changed) if node is not None]
+        graph = self.doc.edited.graph
+        edits = self._code.edit(graph, nodes)
+        if edits is None:
             return False
-        lines = self._code.update(self.doc.edited.graph, nodes)
-        if lines is None:
+        offset = self._offset
+        try:
+            self.edited.edit_lines([LineEdit(e.start - offset, e.removed, e.texts) for e in edits])
+        except ValueError:  # the shown text out of step with the code's (never seen): show all of it
+            self._code.incremental = False
             return False
-        self.edited.replace_lines({number - self._offset: text for number, text in lines.items()})
+        if any(e.delta for e in edits):
+            self._line_of, self._node_at = self._line_maps(None, graph)
         return True
 
     def follow_selection(self) -> None:

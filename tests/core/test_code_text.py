@@ -10,6 +10,7 @@ regeneration then gives the right text again.
 
 from __future__ import annotations
 
+import functools
 import operator
 import random
 import zlib
@@ -132,7 +133,9 @@ def drive(doc: Document, steps: int, seed: int) -> Follower:
     return follower
 
 
+@functools.lru_cache(maxsize=None)
 def _load(name: str, tracer: str) -> LoadedModel:
+    """An example, loaded once per test session (a Document copies the graph it edits)."""
     concrete = {"positive": True} if name == "data_branch.py" else None
     return load_model(EXAMPLES_DIR / name, tracer=tracer, concrete_args=concrete)
 
