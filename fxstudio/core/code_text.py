@@ -240,6 +240,35 @@ class IncrementalCode:
 
     # ------------------------------------------------------------------ updates
 
+    def _redo_last_users(self, new_last: dict, redo: dict, gone: Iterable = ()) -> None:
+        """Add to ``redo`` the old and new last users (not in ``gone``) of every value whose last
+        user changes to ``new_last``'s, and the values that gain their first or lose their last user."""
+        last_user = self._last_user
+        for value, last in new_last.items():
+            old = last_user.get(value)
+            if old is last:
+                continue
+            for user in (old, last):
+                if user is not None and user not in gone:
+                    redo[user] = None
+            if (old is None) != (last is None):
+                redo[value] = None
+
+    def _keep_emits(self, redo: dict, emits: dict, pos: dict) -> bool:
+        """Into ``emits``, for each node of ``redo`` not regenerated: its stored line less its old
+        deletion suffix. False (refused, :attr:`reason` set) when a stored line is out of step."""
+        lines, line, generated = self._lines, self._line, self._generated
+        for node in redo:
+            if node in emits or node.op in ("placeholder", "output"):
+                continue
+            text = lines[line[pos[node]]]
+            suffix = self._suffix(node, generated[node][0])
+            if not text.endswith(suffix):
+                self._refuse(f"node {node.name}: stored line out of step")
+                return False
+            emits[node] = text[:len(text) - len(suffix)] if suffix else text
+        return True
+
     def _refuse(self, reason: str) -> None:
         self.incremental = False
         self.reason = reason
@@ -299,26 +328,11 @@ class IncrementalCode:
         # last user changed, and the values that gained their first or lost their last user.
         last_user = self._last_user
         redo: dict[torch.fx.Node, None] = dict.fromkeys(regenerate)
-        for value, last in new_last.items():
-            old = last_user.get(value)
-            if old is last:
-                continue
-            for user in (old, last):
-                if user is not None:
-                    redo[user] = None
-            if (old is None) != (last is None):
-                redo[value] = None
-
+        self._redo_last_users(new_last, redo)
         # The other lines keep their emit part: their text less the old deletion suffix.
+        if not self._keep_emits(redo, emits, pos):
+            return None
         lines, line = self._lines, self._line
-        for node in redo:
-            if node in emits or node.op in ("placeholder", "output"):
-                continue
-            text = lines[line[pos[node]]]
-            suffix = self._suffix(node, generated[node][0])
-            if not text.endswith(suffix):
-                return self._refuse(f"node {node.name}: stored line out of step")
-            emits[node] = text[:len(text) - len(suffix)] if suffix else text
 
         last_user.update(new_last)
         for node in regenerate:
@@ -462,24 +476,10 @@ class IncrementalCode:
                 return self._refuse(f"a user of {value.name} is not in the graph")
             new_last[value] = max(users, key=new_pos.__getitem__) if users else None
         redo: dict[torch.fx.Node, None] = dict.fromkeys(regenerate)
-        for value, last in new_last.items():
-            old = last_user.get(value)
-            if old is last:
-                continue
-            for user in (old, last):
-                if user is not None and user not in gone:
-                    redo[user] = None
-            if (old is None) != (last is None):
-                redo[value] = None
+        self._redo_last_users(new_last, redo, gone)
+        if not self._keep_emits(redo, emits, pos):
+            return None
         lines, line = self._lines, self._line
-        for node in redo:
-            if node in emits or node.op in ("placeholder", "output"):
-                continue
-            text = lines[line[pos[node]]]
-            suffix = self._suffix(node, generated[node][0])
-            if not text.endswith(suffix):
-                return self._refuse(f"node {node.name}: stored line out of step")
-            emits[node] = text[:len(text) - len(suffix)] if suffix else text
 
         # Commit: the maps first (the new suffixes depend on them), then the text.
         replaced: dict[int, str | None] = {line[pos[node]]: None for node in removed}

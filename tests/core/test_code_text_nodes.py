@@ -27,6 +27,7 @@ from fxstudio.core.document import Document
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.model import LoadedModel
 from tests.core.test_code_text import EXAMPLE_LOADS, _load, random_step, scale, shift
+from tests.core.test_code_text import Follower as ArgumentFollower
 
 LINE_KINDS = ("edited", "undone", "redone", "saved")
 
@@ -54,17 +55,12 @@ def assert_same_index(code: IncrementalCode, graph: torch.fx.Graph) -> None:
     assert all(code.line_of(n) == fresh.line_of(n) for n in graph.nodes)
 
 
-class Follower:
+class Follower(ArgumentFollower):
     """What the Code dock does: follow a document's events; ``edit`` line by line when it can."""
 
     def __init__(self, doc: Document):
-        self.doc = doc
-        self.code = IncrementalCode()
-        self.code.full(doc.edited.graph)
-        self.changed: set[int] = set()
-        self.line_edit = True
+        super().__init__(doc)
         self.structural = False
-        self.by_lines = self.full = 0
         self.structural_by_lines = self.structural_full = 0
         self.refusals: collections.Counter = collections.Counter()
         self.refusal = ""  # why the last edit was refused

@@ -133,8 +133,8 @@ def _synthetic_document(n_nodes: int) -> Document:
                                 example_inputs=(torch.zeros(synthetic.BATCH, synthetic.D),)))
 
 
-def test_line_updates_on_a_big_graph_keep_the_scroll_position_and_recolour(qtbot):
-    doc = _synthetic_document(2_000)
+def _shown_dock(qtbot, doc: Document) -> tuple[CodeView, SelectionModel]:
+    """A Code dock on screen (900x500) showing ``doc``."""
     selection = SelectionModel()
     view = CodeView(selection)
     qtbot.addWidget(view)
@@ -142,6 +142,12 @@ def test_line_updates_on_a_big_graph_keep_the_scroll_position_and_recolour(qtbot
     view.show()
     qtbot.waitExposed(view)
     view.set_document(doc)
+    return view, selection
+
+
+def test_line_updates_on_a_big_graph_keep_the_scroll_position_and_recolour(qtbot):
+    doc = _synthetic_document(2_000)
+    view, selection = _shown_dock(qtbot, doc)
     editor = view.edited
     assert editor.toPlainText() == full_code(doc)
     spy = Spy(editor)
@@ -214,13 +220,7 @@ def test_line_maps_from_the_generation_equal_the_text_scan(qtbot):
 
 def test_inserts_and_erases_on_a_big_graph_go_line_by_line_and_keep_the_view(qtbot):
     doc = _synthetic_document(2_000)
-    selection = SelectionModel()
-    view = CodeView(selection)
-    qtbot.addWidget(view)
-    view.resize(900, 500)
-    view.show()
-    qtbot.waitExposed(view)
-    view.set_document(doc)
+    view, selection = _shown_dock(qtbot, doc)
     editor = view.edited
     spy = Spy(editor)
     relus = [n for n in doc.edited.graph.nodes if n.name.startswith("relu")]
