@@ -220,6 +220,28 @@ def main(argv: list[str]) -> int:
         doc.undo()
     _settle(app)
 
+    # Edits that add or remove a node (not under the 100 ms target: the canvas relayouts).
+    def timed_structural(edits):
+        done, undone = [], []
+        for edit in edits:
+            t = time.perf_counter()
+            doc.apply_edit(edit)
+            _settle(app)
+            done.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            doc.undo()
+            _settle(app)
+            undone.append(time.perf_counter() - t)
+        return done, undone
+
+    picks = adds[len(adds) // 5: len(adds) // 5 + max(3, repeats // 3)]
+    insert, insert_undo = timed_structural(
+        [{"op": "insert", "after": n.name, "kind": "call_function", "target": "torch.relu",
+          "args": f"(%{n.name},)", "name": f"probe_{i}"} for i, n in enumerate(picks)])
+    erase, erase_undo = timed_structural(
+        [{"op": "erase", "node": n.name, "replace_uses_with": n.args[0].name}
+         for n in relus[len(relus) // 5: len(relus) // 5 + max(3, repeats // 3)]])
+
     rows = [
         ("open in window (all views)", open_ms, None),
         ("select → every view followed", _ms(select), TARGET_MS),
@@ -241,6 +263,10 @@ def main(argv: list[str]) -> int:
         ("history dock refresh", _ms(history), None),
         ("code dock refresh (codegen + visible-line highlight)", _ms(code), None),
         ("code dock incremental update after a rewire (changed lines only)", _ms(code_lines), None),
+        ("insert a node → window redrawn (incremental relayout)", _ms(insert), None),
+        ("undo of it → window redrawn", _ms(insert_undo), None),
+        ("erase a node (uses replaced) → window redrawn", _ms(erase), None),
+        ("undo of it → window redrawn", _ms(erase_undo), None),
     ]
     print(f"\n{len(nodes):,}-node skip_chain graph, full window 1600×1000 offscreen; "
           f"reference graph.lint() = {lint_ms:.1f} ms\n")

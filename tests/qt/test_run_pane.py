@@ -211,13 +211,14 @@ def test_readme_screenshot_renders_after_a_real_edit(qtbot, tmp_path):
 
 
 def test_the_comparison_kernel_is_loaded_in_the_background_after_the_pane_appears(qtbot, pane):
-    """The first Run does not wait for numba: the pane's start-up warms the kernel on a worker."""
+    """The first Run does not wait for numba: showing the pane warms the kernel on a worker."""
     from fxstudio.core import fused_diff
     from fxstudio.qt import run_pane
 
-    assert len(run_pane._warming) == 1  # once per process, however many panes
+    assert len(run_pane._warming) == 1  # the fixture's pane was shown; once per process
     second = RunPane(SelectionModel())
     qtbot.addWidget(second)
+    second.show()
     assert len(run_pane._warming) == 1
     thread = run_pane._warming[0]
     qtbot.waitUntil(lambda: thread.ident is not None and not thread.is_alive(), timeout=60_000)
