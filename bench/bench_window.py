@@ -99,20 +99,26 @@ def main(argv: list[str]) -> int:
     adds = [n for n in nodes if n.op == "call_function" and n.name.startswith("add")]
     relus = [n for n in nodes if n.op == "call_function" and n.name.startswith("relu")]
 
-    def timed_edits(targets, value_of):
-        edit, undo = [], []
-        for node in targets:
-            win.selection.set([doc.id_of(node)])
-            _settle(app)
+    def timed(edits, select=None):
+        """Seconds until the window has redrawn after each edit, and after its undo."""
+        done, undone = [], []
+        for i, edit in enumerate(edits):
+            if select is not None:
+                win.selection.set([doc.id_of(select[i])])
+                _settle(app)
             t = time.perf_counter()
-            doc.apply_edit({"op": "set_arg", "node": node.name, "key": 1, "value": value_of(node)})
+            doc.apply_edit(edit)
             _settle(app)
-            edit.append(time.perf_counter() - t)
+            done.append(time.perf_counter() - t)
             t = time.perf_counter()
             doc.undo()
             _settle(app)
-            undo.append(time.perf_counter() - t)
-        return edit, undo
+            undone.append(time.perf_counter() - t)
+        return done, undone
+
+    def timed_edits(targets, value_of):
+        return timed([{"op": "set_arg", "node": n.name, "key": 1, "value": value_of(n)} for n in targets],
+                     select=targets)
 
     const_edit, const_undo = timed_edits(relus[len(relus) // 2: len(relus) // 2 + repeats], lambda n: "False")
     edit, undo = timed_edits(adds[len(adds) // 2: len(adds) // 2 + repeats],
@@ -221,24 +227,11 @@ def main(argv: list[str]) -> int:
     _settle(app)
 
     # Edits that add or remove a node (not under the 100 ms target: the canvas relayouts).
-    def timed_structural(edits):
-        done, undone = [], []
-        for edit in edits:
-            t = time.perf_counter()
-            doc.apply_edit(edit)
-            _settle(app)
-            done.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            doc.undo()
-            _settle(app)
-            undone.append(time.perf_counter() - t)
-        return done, undone
-
     picks = adds[len(adds) // 5: len(adds) // 5 + max(3, repeats // 3)]
-    insert, insert_undo = timed_structural(
+    insert, insert_undo = timed(
         [{"op": "insert", "after": n.name, "kind": "call_function", "target": "torch.relu",
           "args": f"(%{n.name},)", "name": f"probe_{i}"} for i, n in enumerate(picks)])
-    erase, erase_undo = timed_structural(
+    erase, erase_undo = timed(
         [{"op": "erase", "node": n.name, "replace_uses_with": n.args[0].name}
          for n in relus[len(relus) // 5: len(relus) // 5 + max(3, repeats // 3)]])
 
