@@ -122,8 +122,8 @@ def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphMod
         schedule.remember_schedule(edited, sched)
     graphs = {"original": original, "edited": edited}
     modules = codegen.fetch_modules(sched, graphs)
-    writes = _generated_writes(sched, modules)
     inlined = module_inline.inline_values(modules)
+    writes = _generated_writes(sched, modules, inlined)
     draws = _generated_draws(sched, modules, inlined)
     shared = frozenset()
     follow = -1
@@ -145,12 +145,13 @@ def _prepare_generated(original: torch.fx.GraphModule, edited: torch.fx.GraphMod
     return sched, prog, table, shared
 
 
-def _generated_writes(sched: schedule.Schedule, modules: dict[tuple[str, int], Any]) -> frozenset[int] | None:
+def _generated_writes(sched: schedule.Schedule, modules: dict[tuple[str, int], Any],
+                      inlined: dict) -> frozenset[int] | None:
     """None when neither graph may write in place (``may_mutate``), else the positions of the
     original's nodes that may: the calls found with the schedule plus the submodules whose
-    ``inplace`` flag is set now."""
+    ``inplace`` flag is set now (``inlined``: ``module_inline.inline_values``, exact torch classes)."""
     owrites, ewrites = sched.mutates
-    flagged = codegen.inplace_modules(modules)
+    flagged = codegen.inplace_modules(modules, inlined)
     if flagged:
         owrites = owrites | {pos for side, pos in flagged if side == "original"}
         ewrites = ewrites | {pos for side, pos in flagged if side == "edited"}

@@ -30,7 +30,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -133,11 +133,16 @@ def fetch_modules(sched: Schedule, graphs: dict[str, torch.fx.GraphModule]) -> d
     return found
 
 
-def inplace_modules(modules: dict[tuple[str, int], Any]) -> set[tuple[str, int]]:
+def inplace_modules(modules: dict[tuple[str, int], Any], known: Container = ()) -> set[tuple[str, int]]:
     """The (graph, position) of the submodules with ``inplace`` set (``may_mutate``'s test for a
-    ``call_module`` node), read now."""
+    ``call_module`` node), read now. For the modules in ``known`` (``module_inline``'s: exact torch
+    classes, none with an ``inplace`` class attribute) only the instance's own flag is read."""
     found = set()
     for key, module in modules.items():
+        if key in known:
+            if module.__dict__.get("inplace") is True:
+                found.add(key)
+            continue
         attrs = getattr(module, "__dict__", None)
         flag = attrs.get("inplace", _MISSING) if attrs is not None else _MISSING
         if flag is True or (flag is _MISSING and _inplace(module)):

@@ -60,6 +60,12 @@ class GuiThreadCollector(QObject):
 _installed: GuiThreadCollector | None = None
 
 
+def collecting_here() -> bool:
+    """True while the application's collector runs collections on the GUI thread only (then no
+    other thread can trigger one, and ``workers.start_worker`` need not collect first)."""
+    return _installed is not None and _installed.timer.isActive() and not gc.isenabled()
+
+
 def install_gui_thread_collector(app: QObject) -> GuiThreadCollector:
     """Install one collector for the application (idempotent); it lives as long as ``app``."""
     global _installed

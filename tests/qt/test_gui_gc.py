@@ -85,3 +85,23 @@ def test_the_application_installs_it(tmp_path):
                          cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_workers_start_without_a_full_collection_while_the_collector_runs(qtbot, monkeypatch):
+    """The collection before a worker starts is only needed while automatic collection is on."""
+    from fxstudio.qt import gui_gc, workers
+
+    calls = []
+    real = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda *a: calls.append(a) or real(*a))
+    collector = GuiThreadCollector(interval_ms=60_000)
+    monkeypatch.setattr(gui_gc, "_installed", collector)
+    collector.install()
+    try:
+        workers.start_worker(threading.Thread(target=lambda: None))
+        assert calls == []
+    finally:
+        collector.uninstall()
+    calls.clear()
+    workers.start_worker(threading.Thread(target=lambda: None))
+    assert calls == [()]
