@@ -17,8 +17,17 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/fxstudio $(MODEL)
 
+# tests/e2e drive the real window on Xvfb with xdotool (one X server per pytest worker); without
+# those tools they are skipped, and this says so.
+E2E_TOOLS := Xvfb xdotool openbox
+
 test: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(VENV)/bin/lint-imports
+	@missing=""; for t in $(E2E_TOOLS); do command -v $$t >/dev/null 2>&1 || missing="$$missing $$t"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "make test: SKIPPING the end-to-end tests (tests/e2e): missing$$missing" \
+			"(apt-get install xvfb xdotool openbox imagemagick; .ci/run does)"; \
+	else echo "make test: end-to-end tests (tests/e2e) run on Xvfb + openbox, input through xdotool"; fi
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider -n 2
 
 bench: $(STAMP)

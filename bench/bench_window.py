@@ -63,7 +63,6 @@ def main(argv: list[str]) -> int:
     os.environ["FXSTUDIO_STATE_DIR"] = os.path.join(tmp, "state")
     os.environ["FXSTUDIO_CONFIG_DIR"] = os.path.join(tmp, "config")
 
-    from fxstudio.core import journal
     from fxstudio.qt.launch import make_app
     from fxstudio.qt.main_window import MainWindow
 
@@ -129,7 +128,7 @@ def main(argv: list[str]) -> int:
     writes = []
     for _ in range(repeats):
         t = time.perf_counter()
-        journal.write_journal(win.spec, doc.edit_script(), labels=doc.history)
+        win.journal.write(doc.edit_script(), labels=doc.history[: doc.history_index], groups=doc.edit_groups())
         writes.append(time.perf_counter() - t)
 
     chrome, table, history = [], [], []

@@ -26,12 +26,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size for --screenshot (default 1600x1000)")
     parser.add_argument("--select", metavar="NODE", help="select this node after opening (useful with --screenshot)")
     parser.add_argument("--replay", metavar="EDITS.json", help="apply an edit script after opening, edit by edit, as if typed")
-    parser.add_argument("--tracer", choices=("fx", "export"), default=None, help="tracer: fx (default for .py/.pt) or export")
+    from fxstudio.cli_commands.model_args import add_loading_arguments
+
+    # The same loading options as the subcommands: --tracer, --input-shape, --trust, --concrete-arg,
+    # --leaf-module, --autowrap (the window's File > Open with Options... asks for the same).
+    add_loading_arguments(parser)
     parser.add_argument(
-        "--input-shape", action="append", default=None, metavar="N,C,H,W",
-        help="example input shape when the model file gives none (repeat for several inputs)",
+        "--test-geometry", metavar="FILE", default=None,
+        help="for input-driven tests: keep FILE updated with on-screen rectangles of widgets and cards (JSON)",
     )
-    parser.add_argument("--trust", action="store_true", help="allow a full unpickle of a .pt/.pth file (runs code from it)")
 
 
 def is_headless(environ: dict[str, str] | None = None, platform: str | None = None) -> bool:
@@ -56,22 +59,16 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def parse_shapes(values: list[str] | None) -> list[tuple[int, ...]] | None:
-    """``["1,3,224,224"]`` → ``[(1, 3, 224, 224)]``; a bad shape raises ``ScriptError`` (exit 2)."""
-    from fxstudio.core.errors import ScriptError
+def gui_options(args: argparse.Namespace) -> dict:
+    """The window's open options from the parsed flags; a bad ``--concrete-arg`` raises ``LoadError`` (exit 2)."""
+    from fxstudio.cli_commands.model_args import parse_concrete_args
 
-    if not values:
-        return None
-    shapes = []
-    for text in values:
-        try:
-            shape = tuple(int(p) for p in text.replace("x", ",").split(",") if p.strip())
-        except ValueError:
-            raise ScriptError(f"--input-shape must be comma-separated integers like 1,3,224,224, not {text!r}") from None
-        if not shape or any(d < 0 for d in shape):
-            raise ScriptError(f"--input-shape {text!r} is not a shape")
-        shapes.append(shape)
-    return shapes
+    parse_concrete_args(args.concrete_args)  # refused here, before a window opens
+    options = {"tracer": args.tracer, "input_shapes": args.input_shapes, "trust": bool(args.trust)}
+    for key in ("concrete_args", "leaf_modules", "autowrap_functions"):
+        if getattr(args, key):
+            options[key] = list(getattr(args, key))
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +79,13 @@ def run(args: argparse.Namespace) -> int:
         print(HEADLESS_MESSAGE, file=sys.stderr)
         return 2
     size = parse_size(args.size)
-    options = {"tracer": args.tracer, "input_shapes": parse_shapes(args.input_shape), "trust": bool(args.trust)}
+    if getattr(args, "test_geometry", None):
+        from fxstudio.core.errors import ScriptError
+
+        folder = os.path.dirname(os.path.abspath(args.test_geometry))
+        if not os.path.isdir(folder):
+            raise ScriptError(f"--test-geometry: the folder {folder} does not exist")
+    options = gui_options(args)
     from fxstudio.qt.launch import launch
 
     return launch(args, options, size)

@@ -2,16 +2,19 @@
 
 Each subcommand lives in ``fxstudio/cli_commands/<name>.py`` with ``add_arguments(parser)`` and
 ``run(args) -> int``. Expected failures (``FxStudioError``) print their message and exit with the
-error's code, never a traceback.
+error's code, never a traceback; so do running out of memory or of recursion depth on a huge or
+deeply nested input (exit 2). A closed stdout pipe (``| head``) ends the command quietly (exit 141).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from fxstudio.core.errors import FxStudioError
+from fxstudio.core.temp_folders import sweep_verify_folders
 
 SUBCOMMANDS = {
     "inspect": "Print the graph as a table (or JSON) with the lint verdict.",
@@ -49,17 +52,60 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``fxstudio`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    sweep_verify_folders()  # left in the temp dir by exports killed while verifying (one listdir)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         module = importlib.import_module("fxstudio.app") if args.command == "gui" else _subcommand_module(args.command)
-        return int(module.run(args) or 0)
+        status = int(module.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, while BrokenPipeError is still caught
+        return status
+    except BrokenPipeError:
+        return _stdout_closed()
     except FxStudioError as exc:
-        print(f"fxstudio: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(str(exc), exc.exit_code)
+    except MemoryError:
+        return _fail("out of memory: the input is too large for this machine (MemoryError).", 2)
+    except RecursionError:  # before RuntimeError, its base class
+        return _fail("the input is nested too deeply to process (RecursionError).", 2)
+    except RuntimeError as exc:
+        if not _allocation_failed(exc):
+            raise
+        return _fail(f"out of memory: {str(exc).strip().splitlines()[-1][:200]}", 2)
     except KeyboardInterrupt:
         print("fxstudio: interrupted", file=sys.stderr)
         return 130
+
+
+# What a shell reports for a program stopped by SIGPIPE (128 + 13), as ``yes | head`` does.
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``fxstudio compare ... | head``): stop quietly, as other
+    command-line tools do. stdout is pointed at devnull so the flush at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+def _allocation_failed(exc: RuntimeError) -> bool:
+    """Whether torch failed to allocate a tensor (it raises RuntimeError, not MemoryError, on cpu)."""
+    torch = sys.modules.get("torch")
+    oom = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    return (oom is not None and isinstance(exc, oom)) or "can't allocate memory" in str(exc)
+
+
+def _fail(message: str, code: int) -> int:
+    """Print ``fxstudio: message`` on stderr and return ``code``."""
+    try:
+        print(f"fxstudio: {message}", file=sys.stderr)
+    except (BrokenPipeError, OSError):
+        pass
+    return code
 
 
 if __name__ == "__main__":

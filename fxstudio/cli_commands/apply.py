@@ -15,13 +15,19 @@ import sys
 
 from fxstudio.cli_commands.model_args import add_model_arguments, load_from_args
 
+DOC = "docs/edit-scripts.md"  # in the fxstudio source tree
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``fxstudio apply``."""
     from fxstudio.cli_commands.export import add_output_arguments
 
     add_model_arguments(parser)
-    parser.add_argument("edits", metavar="EDITS.json", help="edit script (format fxstudio.edits/1)")
+    parser.add_argument("edits", metavar="EDITS.json",
+                        help="edit script (format fxstudio.edits/1, described in docs/edit-scripts.md)")
+    parser.epilog = (f"The edit-script format (every op and field, the argument syntax, refusals) is described in "
+                     f"{DOC}. Exit status: 0 applied, 1 an edit was refused or the export failed its check, "
+                     "2 bad usage, an unreadable model or a malformed script.")
     parser.add_argument("--json", action="store_true", help="print the edited graph's nodes as JSON")
     add_output_arguments(parser)
 

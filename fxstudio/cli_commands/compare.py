@@ -47,16 +47,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, replay or load the edited model, compare, print; returns the exit status."""
-    from fxstudio.cli_commands.model_args import load_from_args
+    from fxstudio.cli_commands.model_args import check_input_size, load_from_args
     from fxstudio.core.compare import compare_models
     from fxstudio.core.run_inputs import load_inputs_file, parse_input_spec, random_inputs, specs_from_inputs
 
-    if args.rtol < 0 or args.atol < 0:
-        raise RunError("--rtol and --atol must not be negative.")
+    if not (args.rtol >= 0 and args.atol >= 0):  # also refuses nan
+        raise RunError("--rtol and --atol must be numbers that are not negative.")
     if args.repeats < 1:
         raise RunError("--repeats must be at least 1.")
+    if args.seed is not None and not -(2**63) <= args.seed < 2**64:
+        raise FxStudioError(f"--seed {args.seed}: a seed is a 64-bit integer.")
     with _unreadable_input():
         specs = [parse_input_spec(s) for s in args.input_spec] if args.input_spec else None
+    for spec in specs or ():
+        check_input_size(spec.shape, f"--input-spec {spec.text()}")
     loaded = load_from_args(args)
     original, traced, edited, match = _edited(loaded, Path(args.edited), args)
 
@@ -101,7 +105,9 @@ def _unreadable_input():
     try:
         yield
     except RunError as exc:
-        raise FxStudioError(exc.message) from None
+        # one line: torch's own loading errors run to several paragraphs
+        first = exc.message.strip().splitlines()[0] if exc.message.strip() else "unreadable input"
+        raise FxStudioError(first if len(first) <= 300 else first[:297] + "...") from None
 
 
 def _edited(loaded, path: Path, args: argparse.Namespace):

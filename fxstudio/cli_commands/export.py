@@ -1,7 +1,8 @@
 """``fxstudio export MODEL -o OUT.py``: the model's graph as a standalone, verified Python file.
 
-Writes ``OUT.py`` and ``OUT.weights.pt`` beside it, then imports the file in a fresh Python process,
-runs it on the example inputs and compares with the graph in memory. Exit status: 0 exported and
+Writes ``OUT.py`` and ``OUT.weights.<hash>.pt`` beside it in one atomic step, after importing the
+file in a fresh Python process, running it on the example inputs and comparing with the graph in
+memory. A full disk says so. Exit status: 0 exported and
 verified, 1 the export failed its check (nothing written), 2 bad usage, an unusable target or an
 unreadable model.
 """

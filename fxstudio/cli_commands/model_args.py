@@ -23,7 +23,25 @@ def parse_shape(text: str) -> tuple[int, ...]:
         ) from None
     if any(d < 0 for d in dims):
         raise argparse.ArgumentTypeError(f"'{text}': sizes must not be negative")
+    try:
+        check_input_size(dims, f"'{text}'")
+    except FxStudioError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
     return dims
+
+
+# An input larger than this many elements (16 GiB of float32) is a typo, not a model's input:
+# refused before torch tries (and fails) to allocate it.
+MAX_INPUT_ELEMENTS = 2**32
+
+
+def check_input_size(shape: tuple[int, ...], what: str) -> None:
+    """Refuse (exit 2) an input shape with more than ``MAX_INPUT_ELEMENTS`` elements."""
+    count = 1
+    for d in shape:
+        count *= int(d)
+    if count > MAX_INPUT_ELEMENTS:
+        raise FxStudioError(f"{what}: {count:,} elements is more than the {MAX_INPUT_ELEMENTS:,} an input may have.")
 
 
 def add_model_arguments(parser: argparse.ArgumentParser, *, model_help: str | None = None) -> None:
@@ -33,6 +51,11 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, model_help: str | No
         metavar="MODEL",
         help=model_help or "model file: FILE.py[::Name], FILE.pt2, or FILE.pt/.pth (a pickled module)",
     )
+    add_loading_arguments(parser)
+
+
+def add_loading_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the loading options alone (the GUI's ``fxstudio [MODEL]`` has its own optional MODEL)."""
     parser.add_argument(
         "--tracer", choices=("fx", "export"), default=None,
         help="fx: torch.fx.symbolic_trace (default for .py/.pt); export: torch.export (ATen level)",
@@ -43,7 +66,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, model_help: str | No
     )
     parser.add_argument(
         "--trust", action="store_true",
-        help="allow a full unpickle of a .pt/.pth file (it can run code from the file)",
+        help="allow a full unpickle of a .pt/.pth file, or torch.export.load of a .pt2 (it can run code from the file)",
     )
     parser.add_argument(
         "--concrete-arg", dest="concrete_args", metavar="NAME=VALUE", action="append", default=[],

@@ -24,6 +24,7 @@ from fxstudio.core.errors import EditRefused
 
 _REF_PREFIX = "__fxsref__"
 _TENSOR_LITERAL_LIMIT = 64
+MAX_VALUE_CHARS = 100_000  # an argument value longer than this is not something a person typed
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -104,13 +105,44 @@ def parse_value(text: str, graph: NodeLookup = None) -> Any:
     """
     if not isinstance(text, str):
         raise EditRefused(f"An argument value must be text, not {type(text).__name__}.")
-    source = _replace_refs(text)
+    if len(text) > MAX_VALUE_CHARS:
+        raise EditRefused(f"Cannot parse {short_repr(text)}: {len(text):,} characters is more than the "
+                          f"{MAX_VALUE_CHARS:,} an argument value may have.")
     try:
+        source = _replace_refs(text)
         tree = ast.parse(source.strip(), mode="eval")
+        return _Parser(text, _lookup(graph)).value(tree.body)
     except SyntaxError as exc:
         col = f" at column {exc.offset}" if exc.offset else ""
-        raise EditRefused(f"Cannot parse {text!r}: {exc.msg}{col}.") from None
-    return _Parser(text, _lookup(graph)).value(tree.body)
+        raise EditRefused(f"Cannot parse {short_repr(text)}: {exc.msg}{col}.") from None
+    except UnicodeError:
+        raise EditRefused(f"Cannot parse {short_repr(text)}: it holds a character that is not valid "
+                          "Unicode text (a lone surrogate).") from None
+    except ValueError as exc:  # null bytes, and the int digit limit in older Pythons
+        raise EditRefused(f"Cannot parse {short_repr(text)}: {exc}.") from None
+    except (RecursionError, MemoryError):
+        raise EditRefused(f"Cannot parse {short_repr(text)}: it is nested too deeply.") from None
+
+
+def dict_literal_keys(text: str) -> list[Any]:
+    """The constant keys of ``text`` when it is a dict literal (``"{'dim': 1, 'x': %a}"`` gives
+    ``['dim', 'x']``), read without a graph; [] when it is not one (``parse_value`` says why)."""
+    try:
+        tree = ast.parse(_replace_refs(text).strip(), mode="eval")
+    except (SyntaxError, ValueError, UnicodeError, RecursionError, MemoryError):
+        return []
+    if not isinstance(tree.body, ast.Dict):
+        return []
+    return [k.value for k in tree.body.keys if isinstance(k, ast.Constant)]
+
+
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to about ``limit`` characters, for one-line messages about user input."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit - 12]}…{text[-8:]} ({len(text):,} chars)"
 
 
 def _lookup(graph: NodeLookup) -> Callable[[str], torch.fx.Node | None]:
@@ -159,7 +191,9 @@ class _Parser:
         self.lookup = lookup
 
     def fail(self, what: str) -> EditRefused:
-        return EditRefused(f"Cannot parse {self.text!r}: {what}.")
+        if len(what) > 300:
+            what = what[:290] + "…"
+        return EditRefused(f"Cannot parse {short_repr(self.text)}: {what}.")
 
     def value(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
@@ -173,7 +207,16 @@ class _Parser:
         if isinstance(node, ast.Dict):
             if any(k is None for k in node.keys):
                 raise self.fail("'**' unpacking is not allowed in a dict")
-            return {self.value(k): self.value(v) for k, v in zip(node.keys, node.values)}
+            out = {}
+            for k, v in zip(node.keys, node.values):
+                key = self.value(k)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise self.fail(f"a dict key must be hashable (a number, string or tuple), not a "
+                                    f"{type(key).__name__}") from None
+                out[key] = self.value(v)
+            return out
         if isinstance(node, ast.Name):
             return self.name(node.id)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -194,11 +237,13 @@ class _Parser:
             name = ident[len(_REF_PREFIX):]
             found = self.lookup(name)
             if found is None:
-                raise EditRefused(f"Cannot parse {self.text!r}: there is no node named %{name} in the graph.")
+                shown = name if len(name) <= 40 else name[:30] + "…"
+                raise EditRefused(f"Cannot parse {short_repr(self.text)}: there is no node named %{shown} in the graph.")
             return found
         if ident in _NAMED_FLOATS:
             return _NAMED_FLOATS[ident]
-        raise self.fail(f"unknown name {ident!r} (write node references as %{ident}, strings in quotes)")
+        shown = ident if len(ident) <= 40 else ident[:30] + "…"
+        raise self.fail(f"unknown name {shown!r} (write node references as %{shown}, strings in quotes)")
 
     def complex_literal(self, node: ast.BinOp) -> complex:
         left, right = self.value(node.left), self.value(node.right)

@@ -311,12 +311,16 @@ class Document:
         """The applied commands as an edit script of design §4 (compound commands are flattened)."""
         return new_script([r for c in self._commands[: self._index] for r in c.records])
 
+    def edit_groups(self) -> list[int]:
+        """How many edits of :meth:`edit_script` each applied command holds (one per History row)."""
+        return [len(c.records) for c in self._commands[: self._index]]
+
 
 def replay(loaded: LoadedModel, script: dict) -> Document:
     """A new document for ``loaded`` with the script's edits applied one command each.
 
-    Raises ``ScriptError`` for a malformed script and ``EditRefused`` naming the 0-based index of
-    the first refused edit.
+    Raises ``ScriptError`` for a malformed script and ``EditRefused`` naming the first refused edit
+    by its 1-based number, as History numbers edits (its ``index`` attribute is 0-based).
     """
     validate_script(script)
     doc = Document(loaded)
@@ -325,7 +329,7 @@ def replay(loaded: LoadedModel, script: dict) -> Document:
         try:
             doc.apply_edit(edit)
         except EditRefused as exc:
-            err = EditRefused(f"Edit #{i} ({edit.get('op')}) of {len(edits)} was refused: {exc.message}", hint=exc.hint)
+            err = EditRefused(f"Edit {i + 1} ({edit.get('op')}) of {len(edits)} was refused: {exc.message}", hint=exc.hint)
             err.index = i
             raise err from None
     return doc

@@ -5,18 +5,23 @@ Replaying a script is ``fxstudio.core.document.replay``.
 
 from __future__ import annotations
 
+import codecs
 import copy
 import json
 import os
 from typing import Any
 
-from fxstudio.core.edits.validation import OP_FIELDS, check_fields
+from fxstudio.core.argsyntax import dict_literal_keys, short_repr
+from fxstudio.core.edits.validation import OP_FIELDS, check_fields, keyword_problem
 from fxstudio.core.errors import EditRefused, ScriptError
 from fxstudio.core.fileio import atomic_write_text
 
 FORMAT = "fxstudio.edits/1"
 _TEXT_FIELDS = ("node", "value", "before", "after", "kind", "target", "args", "kwargs", "name",
                 "replace_uses_with", "with", "match")
+_BOOL_FIELDS = ("reroute",)
+MAX_SCRIPT_BYTES = 64 * 2**20  # far above any recorded session; stops a read of /dev/zero
+_MAX_POSITION = 1_000_000  # no call has this many positional arguments
 
 
 def new_script(edits: list[dict] | None = None) -> dict:
@@ -30,9 +35,9 @@ def validate_script(script: Any) -> dict:
         raise ScriptError(f"An edit script is a JSON object with \"format\" and \"edits\", not {type(script).__name__}.")
     unknown = sorted(set(script) - {"format", "edits"})
     if unknown:
-        raise ScriptError(f"Unknown top-level field(s) in the edit script: {', '.join(map(repr, unknown))}.")
+        raise ScriptError(f"Unknown top-level field(s) in the edit script: {', '.join(short_repr(u, 40) for u in unknown[:5])}.")
     if script.get("format") != FORMAT:
-        raise ScriptError(f"Unsupported edit script format {script.get('format')!r}; this fxstudio reads {FORMAT!r}.")
+        raise ScriptError(f"Unsupported edit script format {short_repr(script.get('format'))}; this fxstudio reads {FORMAT!r}.")
     edits = script.get("edits")
     if not isinstance(edits, list):
         raise ScriptError("The edit script's \"edits\" must be a list of edits.")
@@ -40,34 +45,70 @@ def validate_script(script: Any) -> dict:
         try:
             check_fields(edit)
         except EditRefused as exc:
-            raise ScriptError(f"Edit #{i}: {exc.message}") from None
+            raise ScriptError(f"Edit {i + 1}: {exc.message}") from None
         for field in _TEXT_FIELDS:
             if field in edit and not isinstance(edit[field], str):
-                raise ScriptError(f"Edit #{i} ({edit['op']}): field {field!r} must be a string, not {edit[field]!r}.")
+                raise ScriptError(f"Edit {i + 1} ({edit['op']}): field {field!r} must be a string, not {short_repr(edit[field])}.")
+        for field in _BOOL_FIELDS:
+            if field in edit and not isinstance(edit[field], bool):
+                raise ScriptError(f"Edit {i + 1} ({edit['op']}): field {field!r} must be true or false, not {short_repr(edit[field])}.")
         if "key" in edit:
             key = edit["key"]
             if isinstance(key, bool) or not isinstance(key, (int, str)):
-                raise ScriptError(f"Edit #{i} ({edit['op']}): 'key' must be an int (position) or a string (keyword).")
+                raise ScriptError(f"Edit {i + 1} ({edit['op']}): 'key' must be an int (position) or a string (keyword).")
+            if isinstance(key, int) and abs(key) > _MAX_POSITION:
+                raise ScriptError(f"Edit {i + 1} ({edit['op']}): position {short_repr(key, 30)} is out of range.")
             if edit["op"] == "del_kwarg" and not isinstance(key, str):
-                raise ScriptError(f"Edit #{i} (del_kwarg): 'key' must be a keyword name.")
+                raise ScriptError(f"Edit {i + 1} (del_kwarg): 'key' must be a keyword name.")
+            problem = keyword_problem(key) if isinstance(key, str) else None
+            if problem:
+                raise ScriptError(f"Edit {i + 1} ({edit['op']}): {problem}")
+        for key in dict_literal_keys(edit["kwargs"]) if "kwargs" in edit else ():
+            problem = keyword_problem(key)
+            if problem:
+                raise ScriptError(f"Edit {i + 1} ({edit['op']}): 'kwargs': {problem}")
     return script
 
 
 def load_script(path: str | os.PathLike) -> dict:
-    """Read and validate an edit script; ``ScriptError`` for unreadable files, bad JSON or format."""
+    """Read and validate an edit script; ``ScriptError`` for unreadable files, text that is not
+    UTF-8, bad JSON (too deep, numbers too long) or a bad format."""
+    name = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SCRIPT_BYTES + 1)
     except OSError as exc:
-        raise ScriptError(f"Cannot read the edit script {os.fspath(path)!r}: {exc.strerror or exc}.") from None
+        raise ScriptError(f"Cannot read the edit script {name!r}: {exc.strerror or exc}.") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise ScriptError(f"{name} is larger than {MAX_SCRIPT_BYTES // 2**20} MiB; that is not an edit script.")
+    text = _decode(name, data)
     try:
         script = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ScriptError(f"{os.fspath(path)} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+        raise ScriptError(f"{name} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.") from None
+    except RecursionError:
+        raise ScriptError(f"{name} is not a usable edit script: its JSON is nested too deeply.") from None
+    except ValueError as exc:  # the int digit limit: a number with thousands of digits
+        raise ScriptError(f"{name} is not a usable edit script: {str(exc).split(':')[0]}.") from None
     try:
         return validate_script(script)
     except ScriptError as exc:
-        raise ScriptError(f"{os.fspath(path)}: {exc.message}") from None
+        raise ScriptError(f"{name}: {exc.message}") from None
+
+
+def _decode(name: str, data: bytes) -> str:
+    """The script's text: UTF-8 (a leading BOM is allowed); anything else is refused by name."""
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        raise ScriptError(f"{name} is UTF-32 text; edit scripts are UTF-8 JSON (save it as UTF-8).")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise ScriptError(f"{name} is UTF-16 text; edit scripts are UTF-8 JSON (save it as UTF-8).")
+    if b"\x00" in data:
+        raise ScriptError(f"{name} holds NUL bytes: it is a binary file (or UTF-16 text), not a UTF-8 JSON edit script.")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"{name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+                          "edit scripts are UTF-8 JSON.") from None
 
 
 def dumps_script(script: dict) -> str:

@@ -20,7 +20,13 @@ class FxStudioError(Exception):
 
 
 class LoadError(FxStudioError):
-    """A model file that cannot be read, imported or resolved to a module (exit 2)."""
+    """A model file that cannot be read, imported or resolved to a module (exit 2).
+
+    ``needs_trust`` is True when only a trusted load (``--trust``, or the window's confirmation
+    naming the file) would open it, because the file holds code that a safe reader does not run.
+    """
+
+    needs_trust = False
 
 
 class TraceError(LoadError):

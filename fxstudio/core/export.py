@@ -1,13 +1,23 @@
 """Exporting a loaded or edited model as one standalone ``.py`` file plus its weights, verified.
 
-``export_python`` writes ``OUT.py`` and ``OUT.weights.pt`` into a hidden staging folder beside the
-target, imports the file from there in a fresh Python process and compares its outputs on the
-example inputs with the in-memory graph, and only then renames both files into place. A failure
-at any step leaves no new file behind (and an existing target untouched).
+``export_python`` writes ``OUT.py`` and its weights into a hidden staging folder beside the
+target, imports the file in a fresh Python process and compares its outputs on the example inputs
+with the in-memory graph, and only then moves both files into place, in one atomic step:
+
+- the weights file is named by its content hash (``OUT.weights.<sha256[:16]>.pt``) and the ``.py``
+  refers to that name, so the weights move in first under a name no existing file refers to;
+- renaming the ``.py`` over the target is the commit point: a reader sees the old pair or the new
+  pair, never a new ``.py`` with old weights or the reverse;
+- afterwards the weights files of this target that its ``.py`` no longer names are removed.
+
+A failure at any step (a full disk included) leaves no new file behind and the old files as they
+were. Staging folders left by a killed export are removed by the next export into that folder.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import keyword
 import os
 import re
@@ -25,8 +35,10 @@ import fxstudio
 from fxstudio.core.errors import ExportError, FxStudioError
 from fxstudio.core.export_codegen import OriginalEntry, generate_file
 from fxstudio.core.export_verify import ExportCancelled, compare, reference_outputs, run_exported
+from fxstudio.core.fileio import pid_folder_prefix, sweep_stale_folders
 
-__all__ = ["ExportCancelled", "ExportResult", "ExportTargetError", "export_python", "weights_path_for"]
+__all__ = ["ExportCancelled", "ExportResult", "ExportTargetError", "export_python", "weights_path_for",
+           "weights_name_in", "remove_stale_weights", "sweep_stale_staging", "commit_files"]
 from fxstudio.core.model import LoadedModel
 
 Progress = Callable[[str, float], None]
@@ -53,10 +65,58 @@ class ExportResult:
     seconds: float = 0.0
 
 
-def weights_path_for(py_path: str | os.PathLike) -> Path:
-    """The weights file that goes with an exported ``.py``: ``OUT.py`` -> ``OUT.weights.pt``."""
+STAGING_PREFIX = ".fxstudio-export-"
+_DIGEST_CHARS = 16
+_PLACEHOLDER_DIGEST = "0" * _DIGEST_CHARS
+_STALE_AFTER_S = 3600.0  # a staging folder that names no process is stale after this long
+_WEIGHTS_LINE = re.compile(r"""^WEIGHTS_FILE = (["'])([^"'\\\n]+)\1\s*$""", re.MULTILINE)
+
+
+def weights_path_for(py_path: str | os.PathLike, digest: str) -> Path:
+    """The weights file of an exported ``.py`` whose content hash is ``digest``: ``OUT.weights.<digest>.pt``."""
     py_path = Path(py_path)
-    return py_path.with_name(f"{py_path.stem}.weights.pt")
+    return py_path.with_name(f"{py_path.stem}.weights.{digest[:_DIGEST_CHARS]}.pt")
+
+
+def weights_name_in(py_path: str | os.PathLike) -> str | None:
+    """The weights file name an exported ``.py`` refers to (its ``WEIGHTS_FILE``), or None."""
+    try:
+        with open(py_path, encoding="utf-8", errors="replace") as fh:
+            found = _WEIGHTS_LINE.search(fh.read(1_000_000))
+    except OSError:
+        return None
+    return found.group(2) if found else None
+
+
+def remove_stale_weights(py_path: str | os.PathLike) -> list[Path]:
+    """Remove this export's weights files that its ``.py`` no longer refers to; the paths removed.
+
+    Only ``OUT.weights.<16 hex digits>.pt`` files, and a legacy ``OUT.weights.pt``, are candidates;
+    nothing is removed when the ``.py`` cannot be read.
+    """
+    py_path = Path(py_path)
+    keep = weights_name_in(py_path)
+    if keep is None:
+        return []
+    pattern = re.compile(rf"{re.escape(py_path.stem)}\.weights(\.[0-9a-f]{{{_DIGEST_CHARS}}})?\.pt\Z")
+    removed: list[Path] = []
+    try:
+        entries = list(py_path.parent.iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        if entry.name != keep and pattern.match(entry.name) and entry.is_file():
+            try:
+                entry.unlink()
+                removed.append(entry)
+            except OSError:
+                pass  # read-only or gone already: stale, but harmless
+    return removed
+
+
+def sweep_stale_staging(folder: str | os.PathLike) -> list[Path]:
+    """Remove the staging folders of killed exports in ``folder`` (see ``fileio.sweep_stale_folders``)."""
+    return sweep_stale_folders(folder, STAGING_PREFIX, max_age_s=_STALE_AFTER_S)
 
 
 def export_python(
@@ -79,8 +139,9 @@ def export_python(
     report = progress or (lambda message, fraction: None)
     loaded, module, edit_labels = _unpack(source)
     out_path = Path(os.path.abspath(out_path))  # the check runs in another working folder
-    weights_path = weights_path_for(out_path)
-    _check_target(out_path, weights_path, loaded, script_path)
+    _check_target(out_path, loaded, script_path)
+    sweep_stale_staging(out_path.parent)
+    placeholder = weights_path_for(out_path, _PLACEHOLDER_DIGEST).name
 
     report("Generating code", 0.05)
     user_import = None
@@ -90,8 +151,8 @@ def export_python(
         generated = generate_file(
             module,
             class_name=class_name_for(loaded),
-            weights_name=weights_path.name,
-            header=_header(loaded, script_path, edit_labels, weights_path.name),
+            weights_name=placeholder,
+            header=_header(loaded, script_path, edit_labels, placeholder),
             example_inputs=tuple(loaded.example_inputs),
             user_module=loaded.user_module,
             user_import=user_import,
@@ -125,10 +186,15 @@ def export_python(
     report("Writing files", 0.25)
     staging = _staging_dir(out_path)
     try:
+        staged_weights = staging / "weights.pt"
+        digest = _write(staged_weights, lambda fh: torch.save(generated.weights, fh))
+        weights_path = weights_path_for(out_path, digest)
+        if _same_file(weights_path, loaded.path) or _same_file(weights_path, script_path) or weights_path.is_dir():
+            raise ExportTargetError(f"{weights_path}: refusing to overwrite that file; choose another export name.")
+        staged_weights = staged_weights.rename(staging / weights_path.name)
+        source = generated.source.replace(placeholder, weights_path.name)
         staged_py = staging / out_path.name
-        staged_weights = staging / weights_path.name
-        _write(staged_weights, lambda fh: torch.save(generated.weights, fh))
-        _write(staged_py, lambda fh: fh.write(generated.source.encode("utf-8")))
+        _write(staged_py, lambda fh: fh.write(source.encode("utf-8")))
         verdict, exact, err = "not verified (verification was turned off)", False, None
         if verify:
             report("Verifying in a fresh Python process", 0.35)
@@ -141,16 +207,16 @@ def export_python(
                 else f"verified: outputs match the graph in memory within rtol=1e-5, atol=1e-6 (max abs error {err:.3g})"
             )
         report("Moving files into place", 0.95)
-        os.replace(staged_weights, weights_path)
-        os.replace(staged_py, out_path)
+        commit_files(staged_py, staged_weights, out_path, weights_path)
     except FxStudioError:
         raise
     except OSError as exc:
-        raise ExportTargetError(f"cannot write {out_path}: {exc.strerror or exc}") from None
+        raise _write_error(out_path, exc) from None
     except Exception as exc:  # noqa: BLE001 - e.g. a tensor that torch.save cannot store
         raise ExportError(f"cannot write the export ({type(exc).__name__}: {exc}); nothing was written.") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    remove_stale_weights(out_path)
     report("Done", 1.0)
     return ExportResult(
         py_path=out_path,
@@ -196,7 +262,46 @@ def _same_file(a: Path, b: Path | str | os.PathLike | None) -> bool:
         return False
 
 
-def _check_target(out_path: Path, weights_path: Path, loaded: LoadedModel, script_path) -> None:
+def commit_files(staged_py: Path, staged_weights: Path, out_path: Path, weights_path: Path) -> None:
+    """Move a verified export into place: the weights first (a name nothing refers to yet), then the
+    ``.py`` over the target, the commit point. A failure before the commit leaves the old files as
+    they were and removes the new weights file (unless an old export already had that very file)."""
+    had_weights = weights_path.exists()
+    os.replace(staged_weights, weights_path)
+    try:
+        os.replace(staged_py, out_path)
+    except BaseException:
+        if not had_weights:
+            weights_path.unlink(missing_ok=True)
+        raise
+    _fsync_folder(out_path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the renames in ``folder`` durable (best effort: some file systems refuse)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_error(out_path: Path, exc: OSError) -> ExportTargetError:
+    """The one-line message for a failed write; a full disk says so."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return ExportTargetError(
+            f"cannot write {out_path}: disk full (no space left on the device of {out_path.parent}); "
+            "nothing was written and existing files are unchanged."
+        )
+    return ExportTargetError(f"cannot write {out_path}: {exc.strerror or exc}; nothing was written.")
+
+
+def _check_target(out_path: Path, loaded: LoadedModel, script_path) -> None:
     if out_path.suffix != ".py" or not out_path.stem:
         raise ExportTargetError(f"{out_path}: the export target must be a .py file (e.g. model_edited.py).")
     stem = out_path.stem
@@ -207,7 +312,7 @@ def _check_target(out_path: Path, weights_path: Path, loaded: LoadedModel, scrip
         )
     if stem in sys.stdlib_module_names or stem in ("torch", "fxstudio", "numpy", "nn"):
         raise ExportTargetError(f"{out_path.name}: that name would shadow the module `{stem}`; choose another name.")
-    for target in (out_path, weights_path):
+    for target in (out_path,):
         if _same_file(target, loaded.path):
             raise ExportTargetError(
                 f"{target}: refusing to overwrite the model file that is open; choose another file name."
@@ -225,16 +330,52 @@ def _check_target(out_path: Path, weights_path: Path, loaded: LoadedModel, scrip
 
 def _staging_dir(out_path: Path) -> Path:
     try:
-        return Path(tempfile.mkdtemp(prefix=".fxstudio-export-", dir=out_path.parent))
+        return Path(tempfile.mkdtemp(prefix=pid_folder_prefix(STAGING_PREFIX), dir=out_path.parent))
     except OSError as exc:
-        raise ExportTargetError(f"cannot write in {out_path.parent}: {exc.strerror or exc}") from None
+        raise _write_error(out_path, exc) from None
 
 
-def _write(path: Path, fill: Callable) -> None:
+class _HashingWriter:
+    """A file's ``write``/``flush`` that also hashes what is written and keeps the first ``OSError``
+    (torch.save turns a failed write into a vague RuntimeError; the OSError says why)."""
+
+    def __init__(self, fh):
+        self.fh = fh
+        self.hash = hashlib.sha256()
+        self.error: OSError | None = None
+
+    def write(self, data) -> int:
+        """Write all of ``data``; the number of bytes."""
+        try:
+            written = self.fh.write(data)
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
+        self.hash.update(data)
+        return written
+
+    def flush(self) -> None:
+        """Flush the file's buffer."""
+        try:
+            self.fh.flush()
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
+
+
+def _write(path: Path, fill: Callable) -> str:
+    """Create ``path``, ``fill(writer)`` it, flush and fsync; the SHA-256 hex digest of its bytes."""
     with open(path, "wb") as fh:
-        fill(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
+        writer = _HashingWriter(fh)
+        try:
+            fill(writer)
+            fh.flush()
+            os.fsync(fh.fileno())
+        except Exception:
+            if writer.error is not None:
+                raise writer.error from None
+            raise
+    return writer.hash.hexdigest()
 
 
 def class_name_for(loaded: LoadedModel) -> str:

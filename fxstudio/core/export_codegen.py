@@ -10,8 +10,10 @@ aten graphs from ``torch.export`` get a plain ``forward``: the pytree flatten/un
 
 from __future__ import annotations
 
+import ast
 import builtins
 import io
+import json
 import keyword
 import re
 import tokenize
@@ -23,6 +25,7 @@ import torch.fx
 import torch.utils._pytree as pytree
 from torch import nn
 
+from fxstudio.core.code_names import check_attribute_path, check_identifier, is_identifier
 from fxstudio.core.errors import ExportError
 from fxstudio.core.export_modules import ImportNamer, constructor_expression, literal
 from fxstudio.core.export_names import names_block
@@ -41,6 +44,32 @@ _CUSTOM_BUILTIN_IMPORTS = {
 _NOT_WRAPPED_MODULES = ("torch", "math", "operator", "builtins", "_operator")
 _FREE_STATEMENT = re.compile(r";  [A-Za-z_]\w*(?: = [A-Za-z_]\w*)* = None$")
 _CONSTANT_NAME = re.compile(r"(^|\.)(_tensor_constant\d+|lifted_tensor_\d+|_frozen_param\d+)$")
+
+
+def quoted(text: str) -> str:
+    """``text`` as a Python string literal, checked to read back as ``text`` (names never splice into code)."""
+    if not isinstance(text, str):
+        raise ExportError(f"internal: {text!r} is not a string")
+    literal_text = json.dumps(text)  # double quotes, every quote, backslash and control character escaped
+    if ast.literal_eval(literal_text) != text:
+        raise ExportError(f"internal: cannot write {literal_text} as a string literal")
+    return literal_text
+
+
+def comment_text(text: str) -> str:
+    """``text`` for a ``#`` comment: line breaks and other control characters escaped, so it stays one comment."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def check_graph_names(graph: torch.fx.Graph) -> None:
+    """Refuse a graph whose names torch.fx would write into code unchecked: node names, attribute and
+    submodule paths (``get_attr``/``call_module``) and method names (``call_method``)."""
+    for node in graph.nodes:
+        check_identifier(node.name, "node name")
+        if node.op in ("get_attr", "call_module"):
+            check_attribute_path(node.target, f"the {node.op} target of node {node.name}")
+        elif node.op == "call_method":
+            check_identifier(node.target, f"the method name of node {node.name}")
 
 ATTACH_HELPER = '''
 def _attach(root: nn.Module, path: str, value) -> None:
@@ -221,7 +250,7 @@ def _covered(path: str, module_paths: set[str]) -> str | None:
 def _assign(path: str, expr: str) -> str:
     if "." not in path and path.isidentifier() and not keyword.iskeyword(path):
         return f"self.{path} = {expr}"
-    return f'_attach(self, "{path}", {expr})'
+    return f"_attach(self, {quoted(path)}, {expr})"
 
 
 def _input_expr(value: Any) -> str:
@@ -258,6 +287,7 @@ def generate_file(
 ) -> GeneratedFile:
     """Generate the exported file for ``gm`` (see the module docstring)."""
     graph = plain_graph(gm)
+    check_graph_names(graph)  # before torch.fx writes any of them into code
     code = graph.python_code(root_module="self")
     forward = _clean_forward(code.src)
 
@@ -293,11 +323,16 @@ def generate_file(
     init_lines, weights, needs_attach, tied = _init_body(gm, graph, namer, original)
     called = {n.target for n in graph.nodes if n.op == "call_module"}
     train_lines = [
-        f'    model.get_submodule("{path}").train({m.training})'
+        f"    model.get_submodule({quoted(path)}).train({m.training})"
         for path, m in gm.named_modules()
         if path in called and m.training != gm.training
     ]
 
+    if namer.user_names and user_import and not is_identifier(user_import):
+        raise ExportError(
+            f"cannot import {', '.join(namer.user_names)} from the model file {user_import}.py in the exported "
+            "file: its name is not a Python identifier. Rename the model file (e.g. my_model.py)."
+        )
     requirements = []
     if namer.user_names and user_import:
         requirements.append(
@@ -308,10 +343,10 @@ def generate_file(
         if mod != user_import:
             requirements.append(f"the module `{mod}` importable")
 
-    out: list[str] = [f"# {line}" if line else "#" for line in header]
+    out: list[str] = [f"# {comment_text(line)}" if line else "#" for line in header]
     if requirements:
         out.append("#")
-        out.append("# Needs at import time: " + "; ".join(requirements) + ".")
+        out.append("# Needs at import time: " + comment_text("; ".join(requirements)) + ".")
     out.append('"""A torch.fx graph exported by fxstudio as a plain nn.Module."""')
     out.append("")
     top = lambda line: line.split()[1].split(".")[0]  # noqa: E731
@@ -333,7 +368,7 @@ def generate_file(
         out.append("try:")
         out.extend(f"    {x}" for x in from_user)
         out.append("except ModuleNotFoundError as exc:")
-        out.append(f'    if exc.name != "{user_import}":')
+        out.append(f"    if exc.name != {quoted(user_import)}:")
         out.append("        raise")
         out.append("    raise ModuleNotFoundError(")
         out.append(f'        "this file uses code from {user_import}.py, the model file it was exported from: put the "')
@@ -343,9 +378,9 @@ def generate_file(
     if wrapped:
         out.append("")
         out.append("# Keep these calls as single nodes when this file is traced with torch.fx (as in the graph it came from).")
-        out.extend(f'torch.fx.wrap("{n}")' for n in wrapped)
+        out.extend(f"torch.fx.wrap({quoted(n)})" for n in wrapped)
     out.append("")
-    out.append(f'WEIGHTS_FILE = "{weights_name}"')
+    out.append(f"WEIGHTS_FILE = {quoted(weights_name)}")
     out.append('"""Parameters, buffers and tensor constants, in the file beside this one."""')
     for helper in ([ATTACH_HELPER] if needs_attach else []) + ([TIE_HELPER] if tied else []):
         out.append("")
@@ -370,7 +405,7 @@ def generate_file(
     out.append("    model.load_state_dict(state, assign=True)")
     if tied:
         out.append("    # One tensor under several names in the source model: tie them again.")
-        out.extend(f'    _tie(model, "{name}", "{same_as}")' for name, same_as in tied)
+        out.extend(f"    _tie(model, {quoted(name)}, {quoted(same_as)})" for name, same_as in tied)
     out.append(f"    model.train({gm.training})")
     out.extend(train_lines)
     out.append("    return model")
@@ -412,9 +447,9 @@ def _from_original(module: nn.Module, path: str, namer: ImportNamer, original: O
         lines.insert(1, "# configuration are taken from it (their weights then come from WEIGHTS_FILE).")
         lines.insert(2, f"original = {name}()" if original.called else f"original = {name}")
     if original.called:
-        return f'original.get_submodule("{path}")'
+        return f"original.get_submodule({quoted(path)})"
     namer.lines["import copy"] = None
-    return f'copy.deepcopy(original.get_submodule("{path}"))'
+    return f"copy.deepcopy(original.get_submodule({quoted(path)}))"
 
 
 class _TensorCopies:
@@ -508,7 +543,7 @@ def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNam
             if not is_buffer or _CONSTANT_NAME.search(target):
                 lines.append("# A tensor constant captured when the graph was traced; its value is in the weights file.")
             if "." not in target and target.isidentifier():
-                lines.append(f'self.register_buffer("{target}", {_tensor_decl(value)})')
+                lines.append(f"self.register_buffer({quoted(target)}, {_tensor_decl(value)})")
             else:
                 lines.append(_assign(target, _tensor_decl(value)))
         weights[target] = copies.of(value)

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from fxstudio.core.code_names import is_attribute_path, is_identifier
 from fxstudio.core.errors import ExportError
 
 
@@ -97,6 +98,8 @@ class ImportNamer:
             self._names[id(obj)] = f"nn.{obj.__name__}"
             return self._names[id(obj)]
         module_name, attr = self._import_source(obj)
+        if not is_attribute_path(module_name) or not is_identifier(attr) or not is_identifier(preferred or attr):
+            raise ExportError(f"cannot import {module_name!r}.{attr!r} in the exported file: not an identifier path.")
         name = self.claim(preferred or attr)
         line = f"from {module_name} import {attr}" + (f" as {name}" if name != attr else "")
         self.lines[line] = None

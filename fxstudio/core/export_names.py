@@ -17,6 +17,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core.code_names import check_identifier
+
 NAMES_VARIABLE = "FXSTUDIO_NODE_NAMES"
 SIGNATURE_VARIABLE = "FXSTUDIO_GRAPH_SIGNATURE"
 
@@ -49,9 +51,12 @@ def graph_signature(graph: torch.fx.Graph) -> str:
 
 def names_block(graph: torch.fx.Graph) -> list[str]:
     """Source lines of the two constants for ``graph`` (appended to an exported file)."""
-    names = " ".join(n.name for n in _ordered(graph))
+    order = _ordered(graph)
+    for node in order:
+        check_identifier(node.name, "node name")
+    names = " ".join(n.name for n in order)
     wrapped = textwrap.wrap(names, width=92, break_long_words=False, break_on_hyphens=False)
-    body = [f'    "{chunk} "' for chunk in wrapped[:-1]] + [f'    "{wrapped[-1]}"']
+    body = [f'    "{chunk} "' for chunk in wrapped[:-1]] + [f'    "{wrapped[-1]}"']  # identifiers only (checked)
     return [
         "# fxstudio: the node names of the edited graph, restored when fxstudio opens this file (tracing",
         "# would name each node after its target); plain torch ignores these two constants.",

@@ -21,6 +21,8 @@ from typing import Any, Callable
 import torch
 
 from fxstudio.core.errors import ExportError
+from fxstudio.core.fileio import pid_folder_prefix
+from fxstudio.core.temp_folders import VERIFY_PREFIX, sweep_verify_folders
 
 SEED = 0
 RTOL = 1e-5
@@ -181,7 +183,8 @@ def run_exported(
     """
     import json
 
-    with tempfile.TemporaryDirectory(prefix="fxstudio-verify-") as tmp:
+    sweep_verify_folders()  # left by verifications that were killed
+    with tempfile.TemporaryDirectory(prefix=pid_folder_prefix(VERIFY_PREFIX)) as tmp:
         tmp_path = Path(tmp)
         inputs_path, result_path = tmp_path / "inputs.pt", tmp_path / "outputs.pt"
         torch.save(tuple(plain(v) for v in inputs), inputs_path)

@@ -76,7 +76,7 @@ def load_model(
     if kind == "py":
         return _load_py(path, name, tracer, input_shapes, **options)
     if kind == "pt2":
-        return _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules)
+        return _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust)
     return _load_pickle(path, tracer, input_shapes, trust, **options)
 
 
@@ -181,18 +181,23 @@ def _trace(path, kind, module, inputs, tracer, entry, user_module, notes, *, con
     )
 
 
-def _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules) -> LoadedModel:
+def _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust=False) -> LoadedModel:
     notes: list[str] = []
     if tracer == "fx":
         notes.append("a .pt2 file holds an exported (ATen-level) graph; it is shown as exported, not re-traced with fx")
     if concrete_args or leaf_modules:
         notes.append("concrete args and leaf modules do not apply to an already exported program; ignored")
-    ep = load_exported_program(path)
+    ep, archive_notes = load_exported_program(path, trust=trust)
+    notes.extend(archive_notes)
     inputs, source = program_example_inputs(ep, path, input_shapes)
     notes.append(f"example inputs: {source}")
     try:
+        # One unlift (issue #15: each ep.module() call costs a full one); the graph is a copy that
+        # shares its weights, as two unlifts of the same program did.
+        from fxstudio.core.module_state import share_graph_module
+
         module = ep.module()
-        gm = ep.module()
+        gm = share_graph_module(module)
     except Exception as exc:  # noqa: BLE001 - unlifting may fail on unusual programs
         raise LoadError(f"{path}: the exported program cannot be turned into a module ({type(exc).__name__}: {exc}).") from None
     annotate(gm, inputs, user_file=None, notes=notes, exported=True)

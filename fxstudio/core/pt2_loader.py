@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import torch
@@ -10,22 +9,11 @@ import torch
 from fxstudio.core.errors import LoadError
 
 
-def load_exported_program(path: Path):
-    """``torch.export.load(path)``, with a ``LoadError`` for anything that is not a readable archive."""
-    if not zipfile.is_zipfile(path):
-        raise LoadError(
-            f"{path}: not a torch.export archive (the file is not a zip archive; it may be truncated or "
-            "not a .pt2 file). Save one with torch.export.save(torch.export.export(model, inputs), path)."
-        )
-    try:
-        return torch.export.load(path)
-    except Exception as exc:  # noqa: BLE001 - corrupt archives raise many types
-        lines = str(exc).strip().splitlines()
-        detail = lines[0][:300] if lines else ""
-        raise LoadError(
-            f"{path}: torch.export.load could not read this archive ({type(exc).__name__}: {detail}). "
-            "It may be truncated, or saved by an incompatible torch version."
-        ) from None
+def load_exported_program(path: Path, *, trust: bool = False):
+    """The archive's ``ExportedProgram`` and notes; without ``trust`` nothing in it runs (``pt2_archive``)."""
+    from fxstudio.core.pt2_archive import load_archive
+
+    return load_archive(path, trust=trust)
 
 
 def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:

@@ -67,9 +67,11 @@ def _library_functions() -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=1)
 def _tensor_methods() -> tuple[str, ...]:
+    from fxstudio.core.trust import TENSOR_METHODS_DENIED
+
     return tuple(
         n for n in sorted(dir(torch.Tensor))
-        if not n.startswith("_") and callable(getattr(torch.Tensor, n, None))
+        if not n.startswith("_") and n not in TENSOR_METHODS_DENIED and callable(getattr(torch.Tensor, n, None))
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import keyword
 import operator
 import re
@@ -28,6 +29,7 @@ import torch
 import torch.fx
 from torch import nn
 
+from fxstudio.core import trust
 from fxstudio.core.argsyntax import format_value, parse_value
 from fxstudio.core.errors import EditRefused
 
@@ -125,74 +127,26 @@ def parse_target(op: str, text: str, gm: torch.nn.Module | None = None,
     raise EditRefused(f"A {op} node has no target that can be set.")
 
 
-_SAFE_BUILTINS = frozenset({"getattr", "len", "abs", "min", "max", "sum", "round", "pow", "divmod", "all", "any"})
-_TORCH_NAMESPACES = ("torch.nn.functional.", "torch.special.", "torch.linalg.", "torch.fft.", "torch.ops.",
-                     "torch.Tensor.")
-_TORCH_DENIED = frozenset({"load", "save", "compile", "manual_seed", "seed", "set_default_device",
-                           "set_default_dtype", "set_num_threads", "set_printoptions", "use_deterministic_algorithms"})
-
-
 def resolve_function(text: str, user_module: types.ModuleType | None = None, known: Any = ()) -> Any:
-    """The callable named by a dotted path: ``torch.X`` (and its functional namespaces and
-    ``torch.ops``), ``operator.X``, ``math.X``, a few builtins, a function of the model file, or a
-    function the traced graph already calls (``known``). Nothing is imported."""
-    parts = text.split(".")
-    if not all(_IDENT.match(p) for p in parts):
-        raise EditRefused(f"{text!r} is not a dotted function path like torch.relu or operator.add.")
-    if len(parts) == 1:
-        obj = getattr(builtins, text, None)
-        if text in _SAFE_BUILTINS or (obj is not None and _is_known(obj, known)):
-            return obj
-        raise EditRefused(
-            f"{text!r} is not a function target: write a dotted path like torch.{text} or operator.{text}"
-            " (a call_method node takes a bare method name)."
-        )
-    root, rest = parts[0], parts[1:]
+    """The callable named by a dotted path, through the trust boundary of ``fxstudio.core.trust``:
+    ``torch.X`` (and its functional namespaces and ``torch.ops``), ``operator.X``, ``math.X``, a few
+    builtins, a function of the model file, or a function the traced graph already calls
+    (``known``, matched by its exact name). Nothing is imported."""
     stem = user_module_stem(user_module)
-    if user_module is not None and root in (MODEL_FILE_ALIAS, stem, user_module.__name__):
-        obj, where = user_module, f"the model file {stem}.py"
-    elif root in ("operator", "_operator", "math"):
-        obj, where = sys.modules["operator" if root == "_operator" else root], root
-    elif root == "torch":
-        obj, where = torch, "torch"
-    elif root == MODEL_FILE_ALIAS:
-        raise EditRefused(f"{text!r} names a function of the model file, but this model has no model file.")
-    elif root in sys.modules:
-        obj, where = sys.modules[root], root
-    else:
-        raise EditRefused(f"{text!r}: module {root!r} is not available (torch, operator, math and the model file are).")
-    for i, part in enumerate(rest):
-        try:
-            obj = getattr(obj, part)
-        except (AttributeError, RuntimeError):
-            prefix = ".".join([root, *rest[:i]])
-            raise EditRefused(f"{text!r}: {prefix} has no attribute {part!r} (looked in {where}).") from None
-    if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
-        raise EditRefused(f"{text!r} is not a function (it is a {type(obj).__name__}).")
-    if _is_known(obj, known) or where.startswith("the model file") or root in ("operator", "_operator", "math"):
-        return obj
-    if root == "torch" and (
-        (len(parts) == 2 and parts[1] not in _TORCH_DENIED) or text.startswith(_TORCH_NAMESPACES)
-    ):
-        return obj
-    raise EditRefused(
-        f"{text!r} is not allowed as a target: use torch functions (torch.X, torch.nn.functional.X, "
-        "torch.special/linalg/fft, torch.ops), operator.X, math.X, functions of the model file, or "
-        "functions the traced graph already calls."
-    )
-
-
-def _is_known(obj: Any, known: Any) -> bool:
-    return any(obj is k for k in known)
+    roots = (MODEL_FILE_ALIAS, stem, user_module.__name__) if user_module is not None else ()
+    return trust.resolve_function_text(text, user_module, known, roots,
+                                       lambda fn: format_callable(fn, user_module))
 
 
 def resolve_method(text: str) -> str:
-    """A ``call_method`` target: the name of a ``torch.Tensor`` method."""
-    if not _IDENT.match(text):
-        raise EditRefused(f"{text!r} is not a method name; a call_method target is a name like reshape.")
+    """A ``call_method`` target: the name of a public ``torch.Tensor`` method (trust-checked)."""
+    trust.check_method_name(text)
     if not callable(getattr(torch.Tensor, text, None)):
         raise EditRefused(f"torch.Tensor has no method {text!r}.")
     return text
+
+
+_ATTR_VALUE_TYPES = (torch.Tensor, nn.Module, torch.ScriptObject, int, float, bool, complex, str, type(None))
 
 
 def _resolve_attr_path(gm: torch.nn.Module | None, path: str, *, want_module: bool) -> Any:
@@ -201,13 +155,20 @@ def _resolve_attr_path(gm: torch.nn.Module | None, path: str, *, want_module: bo
     if not all(re.fullmatch(r"\w+", p) for p in path.split(".")):
         raise EditRefused(f"{path!r} is not an attribute path like layer1.0.conv1.")
     obj: Any = gm
+    what = "submodule" if want_module else "attribute"
     for part in path.split("."):
-        if isinstance(obj, nn.Module) and part in obj._modules:
+        trust.check_attribute_part(path, part)
+        if not isinstance(obj, nn.Module):  # only modules are walked: nothing below a tensor or a value
+            raise trust.refuse(path, trust.RULE_SUBMODULE, f"{part!r} is below a {type(obj).__name__}, not a module.")
+        if part in obj._modules:
             obj = obj._modules[part]
-        elif hasattr(obj, part) and not callable(getattr(type(obj), part, None)):
-            obj = getattr(obj, part)
+        elif part in obj._parameters:
+            obj = obj._parameters[part]
+        elif part in obj._buffers:
+            obj = obj._buffers[part]
+        elif part in vars(obj) and isinstance(vars(obj)[part], _ATTR_VALUE_TYPES):
+            obj = vars(obj)[part]
         else:
-            what = "submodule" if want_module else "attribute"
             raise EditRefused(f"The module has no {what} {path!r}.")
     if want_module and not isinstance(obj, nn.Module):
         raise EditRefused(f"{path!r} is a {type(obj).__name__}, not a submodule.")
@@ -226,9 +187,14 @@ def parse_constructor(text: str) -> NewSubmodule:
     name = path.split(".")[-1]
     if path not in (f"torch.nn.{name}", f"nn.{name}"):
         raise EditRefused(f"{path} is not allowed: new submodules come from torch.nn constructors (torch.nn.Dropout).")
-    cls = getattr(nn, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)) or name.startswith("_"):
+    if name.startswith("_"):
+        raise trust.refuse(path, trust.RULE_PRIVATE, f"{name!r} is private.")
+    cls = vars(nn).get(name)  # the namespace's own entry: no lazy import, no re-exported module
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
         raise EditRefused(f"torch.nn has no module class {name!r}.")
+    if not cls.__module__.startswith("torch.nn.modules."):
+        raise trust.refuse(path, trust.RULE_SUBMODULE, f"torch.nn.{name} is defined in {cls.__module__}, "
+                           "not in torch.nn.modules.")
     if any(isinstance(a, ast.Starred) for a in tree.args) or any(k.arg is None for k in tree.keywords):
         raise EditRefused(f"{text!r}: '*' and '**' are not allowed in a constructor.")
     try:
@@ -237,17 +203,37 @@ def parse_constructor(text: str) -> NewSubmodule:
     except EditRefused as exc:
         raise EditRefused(f"{text!r}: constructor arguments must be literal values; {exc.message}") from None
     call = f"torch.nn.{name}{_call_text(args, kwargs)}"
+    _check_constructor_counts(cls, call, args, kwargs)
     try:
         with torch.device("meta"):  # size check first: a typo must not allocate gigabytes
-            numel = sum(p.numel() for p in cls(*args, **kwargs).parameters())
+            probe = cls(*args, **kwargs)
+            numel = sum(p.numel() for p in probe.parameters()) + sum(b.numel() for b in probe.buffers())
         if numel > _MAX_NEW_PARAMETERS:
-            raise EditRefused(f"{call} would have {numel:,} parameters (more than {_MAX_NEW_PARAMETERS:,}).")
+            raise trust.refuse(call, trust.RULE_SIZE, f"it would hold {numel:,} parameter and buffer values "
+                               f"(more than {_MAX_NEW_PARAMETERS:,}).")
         module = cls(*args, **kwargs)
     except EditRefused:
         raise
     except Exception as exc:  # noqa: BLE001 - any constructor failure is the user's argument error
         raise EditRefused(f"{call} failed: {exc}") from None
     return NewSubmodule(call, module)
+
+
+_MAX_LAYERS = 1000
+
+
+def _check_constructor_counts(cls: type, call: str, args: list, kwargs: dict) -> None:
+    """Layer counts are loops even on the meta device: ``torch.nn.RNN(1, 1, num_layers=10**9)``
+    would never finish building, so they are bounded before anything is constructed."""
+    try:
+        bound = inspect.signature(cls).bind_partial(*args, **kwargs).arguments
+    except (TypeError, ValueError):
+        bound = dict(kwargs)
+    if issubclass(cls, nn.RNNBase) and len(args) > 2:  # RNN(*args): (input_size, hidden_size, num_layers, ...)
+        bound = {**bound, "num_layers": args[2]}
+    for key, value in bound.items():
+        if "layers" in key and isinstance(value, int) and value > _MAX_LAYERS:
+            raise trust.refuse(call, trust.RULE_SIZE, f"{key}={trust.count_text(value)} (more than {_MAX_LAYERS:,}).")
 
 
 def _call_text(args: list, kwargs: dict) -> str:

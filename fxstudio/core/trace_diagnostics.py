@@ -1,9 +1,15 @@
-"""Turning a tracer's exception into a ``TraceError`` that names the user's line and the likely fix."""
+"""Turning a tracer's exception into a ``TraceError`` that names the user's line and the likely fix.
+
+The fix is given twice: as text in the message, and as a ``TraceRemedy`` on the error's ``remedy``
+attribute, which the window's "Open with options" dialog fills its fields from.
+"""
 
 from __future__ import annotations
 
+import inspect
 import traceback
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 from torch import nn
@@ -15,6 +21,28 @@ _TORCH_PARTS = ("/torch/", "/site-packages/", "/lib/python3", "<frozen", "<strin
 
 def _is_library(filename: str) -> bool:
     return any(part in filename.replace("\\", "/") for part in _TORCH_PARTS)
+
+
+@dataclass(frozen=True)
+class TraceRemedy:
+    """The loading options that the diagnosis suggests, in the CLI's terms.
+
+    ``concrete_args`` holds ``NAME=VALUE`` texts (as ``--concrete-arg`` takes them, VALUE in the
+    argument syntax), ``leaf_modules`` submodule paths or class names, ``autowrap_functions`` names.
+    """
+
+    tracer: str
+    concrete_args: tuple[str, ...] = ()
+    leaf_modules: tuple[str, ...] = ()
+    autowrap_functions: tuple[str, ...] = ()
+
+    def options(self) -> dict:
+        """The remedy as the window's open options (``tracer``, ``concrete_args``, ...), empty ones left out."""
+        out: dict = {"tracer": self.tracer}
+        for key in ("concrete_args", "leaf_modules", "autowrap_functions"):
+            if getattr(self, key):
+                out[key] = list(getattr(self, key))
+        return out
 
 
 def _frames(exc: BaseException) -> list[tuple[traceback.FrameSummary, types.FrameType]]:
@@ -117,19 +145,47 @@ def trace_error(
         where += f" (`{code}`)" if code else ""
     module = _innermost_module(frames, root)
     function = _called_function(frames, user) if user is not None else None
-    remedy = _remedy(exc, tracer, module, function, _flag_params(root))
-    return TraceError(f"Tracing {display} with the {tracer} tracer failed{where}: {_summary(exc)}. {remedy}")
+    flags = _flag_params(root)
+    remedy = _remedy(exc, tracer, module, function, [name for name, _ in flags])
+    error = TraceError(f"Tracing {display} with the {tracer} tracer failed{where}: {_summary(exc)}. {remedy}")
+    error.remedy = suggested_options(exc, tracer, module, function, flags)
+    return error
 
 
-def _flag_params(root: nn.Module) -> list[str]:
-    """Forward parameters with a default: the usual candidates for ``--concrete-arg``."""
-    import inspect
-
+def _flag_params(root: nn.Module) -> list[tuple[str, object]]:
+    """Forward parameters with a default, with that default: the usual candidates for ``--concrete-arg``."""
     try:
         params = inspect.signature(root.forward).parameters.values()
     except (TypeError, ValueError):
         return []
-    return [p.name for p in params if p.default is not inspect.Parameter.empty]
+    return [(p.name, p.default) for p in params if p.default is not inspect.Parameter.empty]
+
+
+def _concrete_value(default: object) -> str:
+    """The value to suggest for a flag: its default when that is a plain literal (tracing the default
+    behaviour), else ``True`` (a ``None`` default usually means "decide from the data")."""
+    if isinstance(default, (bool, int, float, str)):
+        from fxstudio.core.argsyntax import format_value
+
+        return format_value(default)
+    return "True"
+
+
+def suggested_options(exc: BaseException, tracer: str, module, function: str | None,
+                      flags: list[tuple[str, object]]) -> TraceRemedy:
+    """The structured form of ``_remedy``'s advice: the same choice of fix, as option values."""
+    if _is_data_dependent(exc):
+        if flags:
+            name, default = flags[0]
+            return TraceRemedy(tracer, concrete_args=(f"{name}={_concrete_value(default)}",))
+        if module and tracer == "fx":
+            return TraceRemedy(tracer, leaf_modules=(module[0],))
+        return TraceRemedy(tracer)
+    if function and tracer == "fx":
+        return TraceRemedy(tracer, autowrap_functions=(function,))
+    if module and tracer == "fx":
+        return TraceRemedy(tracer, leaf_modules=(module[0],))
+    return TraceRemedy(tracer)
 
 
 def _remedy(exc: BaseException, tracer: str, module, function: str | None, flags: list[str]) -> str:

@@ -68,7 +68,11 @@ def launch(args, options: dict, size: tuple[int, int]) -> int:
     edits = _read_edits(args.replay)
     if args.screenshot:
         return _screenshot(app, spec, options, edits, args, size)
-    start_window(spec, options, edits, args.select)
+    window = start_window(spec, options, edits, args.select)
+    if getattr(args, "test_geometry", None):
+        from fxstudio.qt.test_geometry import install
+
+        install(window, args.test_geometry)
     return int(app.exec())
 
 
@@ -82,7 +86,7 @@ def start_window(spec: str, options: dict, edits: list[dict] | None = None, sele
     window.show()
 
     def start() -> None:
-        entry = pick_journal(spec)
+        entry = pick_journal(spec, window)
         same_model = entry is not None and _same(entry.model, spec)
         if same_model and offer_recovery(window, spec):
             return
@@ -153,11 +157,23 @@ def _screenshot(app, spec: str, options: dict, edits, args, size: tuple[int, int
     return 0
 
 
+def _report_journals(window, spec: str) -> None:
+    """Non-interactive recovery: malformed journals are moved aside and named (Problems, stderr);
+    unsaved work of this model is never replayed into a screenshot, only mentioned."""
+    from fxstudio.qt.recovery import abandoned_journals
+
+    kept = [e for e in abandoned_journals(window, echo=True) if _same(e.model, spec)]
+    if kept:
+        window.problems.add("info", "journal", f"{len(kept)} abandoned journal(s) of this model with unsaved edits "
+                            "kept: start fxstudio on it without --screenshot to recover them.")
+
+
 def _render(app, window, spec: str, options: dict, edits, args, size: tuple[int, int], out: Path) -> None:
     """Open ``spec`` in ``window`` synchronously, replay and select, then grab the window to ``out``."""
     window.resize(*size)
     window.show()
     settle(app, 0.1)
+    _report_journals(window, spec)
     window.open_path(spec, origin="argument", options=options, sync=True)
     if edits and not window.apply_edits(edits, source="--replay"):
         messages = [m for m in window.problems.messages() if m[0] == "error"]

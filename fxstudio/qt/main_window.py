@@ -14,7 +14,8 @@ from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox
 
 from fxstudio.core import journal
-from fxstudio.qt import menus
+from fxstudio.core.errors import FxStudioError
+from fxstudio.qt import canvas_keyboard, menus
 from fxstudio.qt.actions.structure_actions import StructureActions
 from fxstudio.qt.canvas.overlays import connect_run_pane
 from fxstudio.qt.canvas.view import GraphCanvas
@@ -47,6 +48,7 @@ class MainWindow(WindowCommands, QMainWindow):
         self.spec: str | None = None
         self.options: dict = {}
         self.script_path: Path | None = None
+        self.journal: journal.Journal | None = None  # this window's own autosave journal
         self.last_failure_dialog = None
         self.last_export = None  # the last ExportResult, or the exception that stopped it
         self._unsubscribe = None
@@ -79,6 +81,7 @@ class MainWindow(WindowCommands, QMainWindow):
     def _connect_views(self) -> None:
         self.properties.edit_refused.connect(lambda msg: self.report_refusal(msg))
         self.canvas.edit_refused.connect(lambda msg: self.report_refusal(msg))
+        canvas_keyboard.connect(self)   # F2/Enter → Properties, hints → status bar, first-run hint
         self.run_pane.node_activated.connect(lambda node_id: self.selection.set([node_id]))
         connect_run_pane(self.canvas, self.run_pane)
         self.structure.edit_refused.connect(lambda msg: self.report_refusal(msg))
@@ -140,7 +143,6 @@ class MainWindow(WindowCommands, QMainWindow):
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        old_spec = self.spec
         self.document = doc
         self.spec = spec
         self.options = dict(options or {})
@@ -152,8 +154,7 @@ class MainWindow(WindowCommands, QMainWindow):
             view.set_document(doc)
         if doc is not None and spec and self.persist and not _is_builtin(spec):
             self.prefs.add_recent(spec)
-        if old_spec and old_spec != spec and self.autosave:
-            journal.clear_journal(old_spec)
+        self._follow_journal(spec)
         self.write_journal()
         self.update_chrome()
         if doc is not None:
@@ -163,8 +164,8 @@ class MainWindow(WindowCommands, QMainWindow):
     def _on_event(self, event) -> None:
         if event.kind in ("edited", "undone", "redone", "reset"):
             self.write_journal()
-        elif event.kind == "saved" and self.spec and self.autosave:
-            journal.clear_journal(self.spec)
+        elif event.kind == "saved":
+            self.clear_journal()
         self.update_chrome()
 
     def write_journal(self) -> None:
@@ -173,15 +174,32 @@ class MainWindow(WindowCommands, QMainWindow):
             return
         doc = self.document
         if not doc.dirty:
-            journal.clear_journal(self.spec)
+            self.clear_journal()
             return
+        self._follow_journal(self.spec)
         try:
-            journal.write_journal(
-                self.spec, doc.edit_script(), labels=list(doc.history[: doc.history_index]),
+            self.journal.write(
+                doc.edit_script(), labels=list(doc.history[: doc.history_index]), groups=doc.edit_groups(),
                 options=_journal_options(self.options),
             )
-        except OSError as exc:  # a full disk must not stop editing; say so where it is seen
+        except (OSError, FxStudioError) as exc:  # a full disk must not stop editing; say so where it is seen
             self.problems.add("warning", "autosave", f"Could not write the autosave journal: {exc}")
+
+    def clear_journal(self) -> None:
+        """Delete this window's journal (the work was saved or discarded); other windows' stay."""
+        if self.journal is not None:
+            self.journal.clear()
+
+    def _follow_journal(self, spec: str | None) -> None:
+        """Give the window a journal of its own for ``spec``; the previous model's is cleared."""
+        if not self.autosave:
+            return
+        key = journal.model_key(spec) if spec else None
+        if self.journal is not None and self.journal.model != key:
+            self.journal.clear()
+            self.journal = None
+        if key is not None and self.journal is None:
+            self.journal = journal.Journal(spec)
 
     def update_chrome(self) -> None:
         """Title, action states and status bar from the document's current state."""
@@ -205,7 +223,8 @@ class MainWindow(WindowCommands, QMainWindow):
             a["redo"].setText(f"&Redo {doc.history[doc.history_index]}")
         else:
             a["redo"].setText("&Redo")
-        for key in ("save", "save_as", "export", "replay", "find", "find_next", "fit"):
+        for key in ("save", "save_as", "export", "replay", "find", "find_next", "fit",
+                    "fit_all", "zoom_in", "zoom_out", "zoom_reset"):
             a[key].setEnabled(has)
         self.structure.update_enabled()
         self.update_status()
@@ -254,8 +273,7 @@ class MainWindow(WindowCommands, QMainWindow):
         if answer == QMessageBox.StandardButton.Save:
             return self.save_script()
         if answer == QMessageBox.StandardButton.Discard:
-            if self.spec and self.autosave:
-                journal.clear_journal(self.spec)
+            self.clear_journal()
             return True
         return False
 
@@ -279,8 +297,8 @@ class MainWindow(WindowCommands, QMainWindow):
             event.ignore()
             return
         self.save_settings()
-        if self.spec and self.autosave and (self.document is None or not self.document.dirty):
-            journal.clear_journal(self.spec)
+        if self.document is None or not self.document.dirty:
+            self.clear_journal()
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
@@ -330,5 +348,8 @@ def _journal_options(options: dict) -> dict:
         out["input_shapes"] = [list(s) for s in options["input_shapes"]]
     if options.get("trust"):
         out["trust"] = True
+    for key in ("concrete_args", "leaf_modules", "autowrap_functions"):  # texts, as Open with Options takes them
+        if options.get(key):
+            out[key] = [str(v) for v in options[key]]
     return out
 

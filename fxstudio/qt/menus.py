@@ -8,6 +8,8 @@ from pathlib import Path
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QToolBar
 
+from fxstudio.qt.canvas.view import ZOOM_STEP
+from fxstudio.qt.shortcuts_dialog import show_shortcuts
 from fxstudio.resources import EXAMPLES_DIR
 
 
@@ -34,6 +36,8 @@ def build_actions(w) -> dict[str, QAction]:
     a = {
         "delete": w.structure.erase,
         "open": _action(w, "&Open…", w.open_dialog, [QKeySequence.StandardKey.Open], "Open a model file (.py, .pt2, .pt)"),
+        "open_options": _action(w, "Open with O&ptions…", lambda: w.open_flow.ask_options_and_open(), [],
+                                "Open a model with a tracer, concrete args, leaf modules, autowrap functions, shapes"),
         "save": _action(w, "&Save Edit Script", w.save_script, [QKeySequence.StandardKey.Save], "Save the edits as a replayable edit script"),
         "save_as": _action(w, "Save Edit Script &As…", w.save_script_as, ["Ctrl+Shift+S"], "Save the edits to a new edit script"),
         "replay": _action(w, "&Apply Edit Script…", w.replay_dialog, [], "Apply the edits of a saved script to this model"),
@@ -43,14 +47,41 @@ def build_actions(w) -> dict[str, QAction]:
         "redo": _action(w, "&Redo", w.redo, ["Ctrl+Shift+Z", "Ctrl+Y"], "Redo the edit undone last"),
         "find": _action(w, "&Find…", w.focus_find, [QKeySequence.StandardKey.Find], "Find nodes by name, op or target"),
         "find_next": _action(w, "Find &Next", w.find_next, [QKeySequence.StandardKey.FindNext], "Next match"),
-        "fit": _action(w, "&Fit Graph", w.fit, ["F"], "Fit the whole graph in the canvas"),
+        "fit": _action(w, "&Fit Graph", lambda: w.canvas.fit_readable(), ["F"],
+                       "Fit the widest layer readably, with the inputs in view"),
+        "fit_all": _action(w, "Fit &All", lambda: w.canvas.fit(), ["Shift+F"], "Fit the whole graph in the canvas"),
+        "zoom_in": _action(w, "Zoom &In", lambda: w.canvas.zoom_by(ZOOM_STEP), [QKeySequence.StandardKey.ZoomIn, "Ctrl+="],
+                           "Zoom in on the canvas"),
+        "zoom_out": _action(w, "Zoom &Out", lambda: w.canvas.zoom_by(1 / ZOOM_STEP), [QKeySequence.StandardKey.ZoomOut],
+                            "Zoom out of the canvas"),
+        "zoom_reset": _action(w, "&Reset Zoom (100%)", lambda: w.canvas.reset_zoom(), ["Ctrl+0"],
+                              "Zoom the canvas to 100%"),
+        "minimap": _action(w, "&Minimap", lambda: None, [], "Show the minimap in the canvas corner", "action_minimap"),
+        "shortcuts": _action(w, "&Keyboard Shortcuts", lambda: show_shortcuts(w), ["F1"],
+                             "Every keyboard shortcut of the window and the canvas"),
         "about": _action(w, "&About fxstudio", w.about, [], "About fxstudio"),
         "clear_recent": _action(w, "Clear Recent Files", w.clear_recent, [], "Forget the recent files"),
         "reset_layout": _action(w, "Reset Window Layout", w.reset_layout, [], "Put the docks back where they started"),
     }
     for key, short in (("undo", "Undo"), ("redo", "Redo")):
         a[key].setIconText(short)  # the toolbar stays short; the menu names the edit
+    _connect_minimap(w, a["minimap"])
     return a
+
+
+def _connect_minimap(w, action: QAction) -> None:
+    """View ▸ Minimap: checkable, in step with the minimap's own toggle, remembered in settings."""
+    action.setCheckable(True)
+    shown = w.prefs.minimap_shown()
+    action.setChecked(shown)
+    w.canvas.set_minimap_shown(shown)
+
+    def set_shown(on: bool) -> None:
+        w.canvas.set_minimap_shown(on)
+        w.prefs.set_minimap_shown(on)
+
+    action.toggled.connect(set_shown)
+    w.canvas.minimap_toggled.connect(action.setChecked)
 
 
 def build_menus(w, actions: dict[str, QAction]) -> dict[str, QMenu]:
@@ -59,6 +90,7 @@ def build_menus(w, actions: dict[str, QAction]) -> dict[str, QMenu]:
     menus: dict[str, QMenu] = {}
     file = bar.addMenu("&File")
     file.addAction(actions["open"])
+    file.addAction(actions["open_options"])
     menus["recent"] = file.addMenu("Open &Recent")
     menus["recent"].setObjectName("menu_recent")
     menus["recent"].aboutToShow.connect(w.populate_recent)
@@ -81,10 +113,15 @@ def build_menus(w, actions: dict[str, QAction]) -> dict[str, QMenu]:
     edit.addAction(actions["find"])
     edit.addAction(actions["find_next"])
     view = bar.addMenu("&View")
-    view.addAction(actions["fit"])
+    for key in ("fit", "fit_all", None, "zoom_in", "zoom_out", "zoom_reset", None, "minimap"):
+        if key is None:
+            view.addSeparator()
+        else:
+            view.addAction(actions[key])
     view.addSeparator()
     menus["view"] = view
     help_menu = bar.addMenu("&Help")
+    help_menu.addAction(actions["shortcuts"])
     ex = help_menu.addMenu("E&xample Models")
     _fill_examples(w, ex)
     help_menu.addSeparator()

@@ -7,6 +7,7 @@ file dialog, a dropped file, the recent-files menu, an example, or a crash recov
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QProgressDialog
 
 from fxstudio.core.errors import EditRefused, FxStudioError, LoadError, TraceError
+from fxstudio.core.journal import JournalCommand
 from fxstudio.qt import open_dialogs
 from fxstudio.qt.workers import BackgroundTask
 from fxstudio.resources import EXAMPLES_DIR
@@ -30,8 +32,23 @@ def is_example(path: Path) -> bool:
         return False
 
 
+EXAMPLE_OPTIONS: dict[str, dict[str, Any]] = {
+    # symbolic_trace cannot follow its `if x.sum() > 0`: trace the positive branch, as its docstring says.
+    "data_branch.py": {"concrete_args": ["positive=True"]},
+}
+"""Open options of the built-in examples that need some, by file name (the Examples menu applies them)."""
+
+NAME_OPTIONS = ("leaf_modules", "autowrap_functions")
+
+
 def load_options(options: dict[str, Any] | None) -> dict[str, Any]:
-    """The keyword arguments of ``load_model`` among ``options`` (tracer, input_shapes, trust)."""
+    """The keyword arguments of ``load_model`` among ``options`` (tracer, input_shapes, trust,
+    concrete_args as ``NAME=VALUE`` texts, leaf_modules, autowrap_functions).
+
+    ``options`` may come from a journal (data): anything malformed raises ``LoadError``.
+    """
+    from fxstudio.cli_commands.model_args import parse_concrete_args
+
     options = options or {}
     out: dict[str, Any] = {}
     if options.get("tracer"):
@@ -40,6 +57,52 @@ def load_options(options: dict[str, Any] | None) -> dict[str, Any]:
         out["input_shapes"] = [tuple(s) for s in options["input_shapes"]]
     if options.get("trust"):
         out["trust"] = True
+    if options.get("concrete_args"):
+        out["concrete_args"] = parse_concrete_args(_texts(options["concrete_args"], "concrete_args"))
+    for key in NAME_OPTIONS:
+        if options.get(key):
+            names = _texts(options[key], key)
+            bad = next((n for n in names if not is_name_path(n)), None)
+            if bad is not None:
+                raise LoadError(f"{key.replace('_', ' ')}: {bad!r} is not a name like layer1.0 or my_function.")
+            out[key] = tuple(names)
+    return out
+
+
+def _texts(value: Any, key: str) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise LoadError(f"open option {key} must be a list of texts, not {type(value).__name__}.")
+    return list(value)
+
+
+def is_name_path(text: str) -> bool:
+    """True for ``a.b.c`` where each part is an identifier or a number (``layer1.0``)."""
+    return bool(text) and all(part.isidentifier() or part.isdigit() for part in text.split("."))
+
+
+def data_safe_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` read from a journal without what would import a module (design §10): an autowrap
+    function named by a dotted path counts only when its module is already imported."""
+    names = options.get("autowrap_functions")
+    if not isinstance(names, list):
+        return options
+    kept = [n for n in names if isinstance(n, str) and ("." not in n or n.rpartition(".")[0] in sys.modules)]
+    return {**options, "autowrap_functions": kept}
+
+
+def with_remedy(options: dict[str, Any], remedy: dict[str, Any]) -> dict[str, Any]:
+    """``options`` that failed plus a trace remedy's: lists are joined (a concrete arg the remedy names
+    again takes the remedy's value), the remedy's tracer is kept."""
+    out = {**options, "tracer": remedy.get("tracer", options.get("tracer"))}
+    for key in ("concrete_args", *NAME_OPTIONS):
+        added = list(remedy.get(key) or [])
+        if key == "concrete_args":
+            named = {text.partition("=")[0].strip() for text in added}
+            kept = [t for t in options.get(key) or [] if t.partition("=")[0].strip() not in named]
+        else:
+            kept = [t for t in options.get(key) or [] if t not in added]
+        if kept or added:
+            out[key] = kept + added
     return out
 
 
@@ -47,7 +110,8 @@ def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] |
     """Load ``spec`` and build its document, then apply ``edits`` one by one.
 
     Returns ``(doc, refusals)`` where ``refusals`` lists ``(index, message)`` of edits that the
-    core refused (the others are applied, each as its own undoable command).
+    core refused (the others are applied, each as its own undoable command). An item of ``edits``
+    may be a recovered ``JournalCommand``: its edits then make one command with its History label.
     """
     from fxstudio.core.document import Document
     from fxstudio.core.loading import load_model
@@ -64,7 +128,10 @@ def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] |
         if ctx is not None:
             ctx.check()
         try:
-            doc.apply_edit(edit)
+            if isinstance(edit, JournalCommand):
+                doc.apply_edits(edit.edits, label=edit.label)
+            else:
+                doc.apply_edit(edit)
         except EditRefused as exc:
             refusals.append((i, str(exc)))
     return doc, refusals
@@ -82,6 +149,8 @@ class OpenFlow(QObject):
         self.task: BackgroundTask | None = None
         self.progress: QProgressDialog | None = None
         self._detached: list[BackgroundTask] = []  # cancelled loads whose threads may still run
+        self.last_refusals: list[tuple[int, str]] = []  # of the last finished open (recovery checks it)
+        self.options_dialog = None  # the last "Open with options" dialog (tests drive it)
 
     @property
     def busy(self) -> bool:
@@ -100,6 +169,10 @@ class OpenFlow(QObject):
         spec = str(spec)
         path = Path(spec.partition("::")[0]).expanduser()
         options = dict(options or {})
+        if origin == "example" and not options and is_example(path):
+            options = dict(EXAMPLE_OPTIONS.get(path.name, {}))
+        if origin == "recovery":
+            options = data_safe_options(options)
         if self.busy:
             self.window.statusBar().showMessage("Already opening a model; wait for it or cancel it.", 5000)
             return False
@@ -183,6 +256,7 @@ class OpenFlow(QObject):
         self._finish(spec, options, doc, refusals, origin)
 
     def _finish(self, spec: str, options: dict, doc, refusals, origin: str) -> None:
+        self.last_refusals = list(refusals)
         self.window.set_document(doc, spec, options)
         for index, message in refusals:
             self.window.problems.add_refusal(f"Edit {index + 1} of the {origin} script was refused: {message}")
@@ -192,17 +266,17 @@ class OpenFlow(QObject):
 
     def _retry_with_trust(self, spec, path, options, edits, exc, origin, *, sync: bool) -> bool:
         """Ask what the core needs to finish this load (trust for a pickle, input shapes) and retry."""
-        needs_trust = (
-            isinstance(exc, LoadError) and not options.get("trust")
-            and path.suffix in (".pt", ".pth") and "--trust" in str(exc)
-        )
+        pickle_trust = path.suffix in (".pt", ".pth") and "--trust" in str(exc)
+        archive_trust = path.suffix == ".pt2" and getattr(exc, "needs_trust", False)
+        needs_trust = isinstance(exc, LoadError) and not options.get("trust") and (pickle_trust or archive_trust)
         needs_inputs = isinstance(exc, LoadError) and "--input-shape" in str(exc) and not sync
         if needs_inputs:
             shapes = open_dialogs.ask_input_shapes(self.window, path, str(exc))
             if not shapes:
                 return False
             trusted = {**options, "input_shapes": shapes}
-        elif needs_trust and open_dialogs.confirm_trust_pickle(self.window, path, str(exc)):
+        elif needs_trust and (open_dialogs.confirm_trust_archive if archive_trust
+                              else open_dialogs.confirm_trust_pickle)(self.window, path, str(exc)):
             trusted = {**options, "trust": True}
         else:
             return False
@@ -217,10 +291,16 @@ class OpenFlow(QObject):
         self._end_task()
         if self._retry_with_trust(spec, path, options, edits, exc, origin, sync=False):
             return
-        self.report_failure(path, exc, tb_text)
+        self.report_failure(path, exc, tb_text, spec=spec, options=options)
 
-    def report_failure(self, path: Path, exc: BaseException, tb_text: str = "") -> None:
-        """Show why ``path`` did not open: the core's message (file:line links) or, for a bug, the traceback."""
+    def report_failure(self, path: Path, exc: BaseException, tb_text: str = "", *, spec: str | None = None,
+                       options: dict | None = None) -> None:
+        """Show why ``path`` did not open: the core's message (file:line links) or, for a bug, the traceback.
+
+        With ``spec`` the dialog offers "Open with options…", filled in with the fix the diagnosis
+        suggests (``exc.remedy``) on top of the ``options`` that failed.
+        """
+        options = dict(options or {})
         if isinstance(exc, FxStudioError):
             message, details = str(exc), ""
             title = "Tracing failed" if isinstance(exc, TraceError) else f"Cannot open {path.name}"
@@ -230,8 +310,29 @@ class OpenFlow(QObject):
         self.window.problems.add("error", "load", message)
         self.window.statusBar().showMessage(f"Could not open {path.name}.", 8000)
         self.failed.emit(message)
-        dialog = open_dialogs.LoadFailureDialog(self.window, title, message, self.window.show_source, details)
+        remedy = getattr(exc, "remedy", None)
+        fix = with_remedy(options, remedy.options()) if remedy is not None else None
+        retry = None
+        if spec is not None and isinstance(exc, LoadError):
+            retry = lambda: self.ask_options_and_open(spec, fix if fix is not None else options)  # noqa: E731
+        dialog = open_dialogs.LoadFailureDialog(self.window, title, message, self.window.show_source, details,
+                                                on_options=retry)
         self.window.last_failure_dialog = dialog
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         QTimer.singleShot(0, dialog.open)
 
+    def ask_options_and_open(self, spec: str | None = None, options: dict | None = None):
+        """File > Open with Options…: ask for the model and its loading options, then open it.
+
+        Defaults: the model shown now and the options it was opened with. The dialog is window-modal
+        and returns at once (it is ``self.options_dialog``); OK opens the model.
+        """
+        if spec is None and self.window.spec:
+            spec = self.window.spec
+            options = dict(self.window.options) if options is None else options
+        dialog = open_dialogs.OpenOptionsDialog(self.window, spec or "", options or {}, self.window.prefs.last_dir())
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.options_dialog = dialog
+        dialog.accepted.connect(lambda: self.open(dialog.spec(), origin="dialog", options=dialog.options()))
+        dialog.open()
+        return dialog

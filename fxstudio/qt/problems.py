@@ -63,10 +63,11 @@ class ProblemsView(QWidget):
         self.lazy = LazyRefresh(self, self.relint, delay_ms=150)
 
     def set_document(self, doc) -> None:
-        """Start over for ``doc``: its load notes and its lint verdict."""
+        """Start over for ``doc``: its load notes and its lint verdict (journal reports stay: they
+        are about the start-up, not about one model)."""
         self.doc = doc
         self._subscription.follow(doc)
-        self.tree.clear()
+        self.clear(keep=("journal",))
         if doc is not None:
             for note in doc.loaded.notes:
                 self.add("info", "load", str(note))

@@ -85,6 +85,22 @@ def _num(x: float | None, fmt: str = ".3g") -> str:
     return "inf" if math.isinf(x) else format(x, fmt)
 
 
+def _content_width(table: QTableWidget) -> int:
+    """The width ``table`` needs to show every column whole, with its frame and a vertical scroll bar."""
+    header, metrics = table.horizontalHeader(), table.fontMetrics()
+    rows = range(min(table.rowCount(), 2000))  # the view's own hint measures only the rows in sight
+    columns = 0
+    for c in range(table.columnCount()):
+        texts = [table.item(r, c).text() for r in rows if table.item(r, c) is not None]
+        cells = max((metrics.horizontalAdvance(t) for t in texts), default=0) + 2 * _CELL_MARGIN
+        columns += max(cells, table.sizeHintForColumn(c), header.sectionSizeHint(c))
+    return columns + 2 * table.frameWidth() + table.verticalScrollBar().sizeHint().width() + 8
+
+
+_CELL_MARGIN = 12
+"""Padding each side of a cell's text, as the style draws it (a little over Fusion's)."""
+
+
 def _table(headers: list[str]) -> QTableWidget:
     table = QTableWidget(0, len(headers))
     table.setHorizontalHeaderLabels(headers)
@@ -205,6 +221,7 @@ class RunPane(QWidget):
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 4)
         splitter.setSizes([460, 940])
+        self.splitter = splitter
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -225,7 +242,9 @@ class RunPane(QWidget):
         self.doc = doc
         self.report = None
         self.stale = False
+        self._changed_during_run = False
         self.plots.clear_plots()
+        self.progress.setValue(0)
         self.metrics.setRowCount(0)
         self.nodes_table.setRowCount(0)
         self.diff_view.set_document(doc)
@@ -362,6 +381,7 @@ class RunPane(QWidget):
             self._mark_stale()
         self._fill_metrics(report)
         self._fill_nodes(report)
+        self._fit_tables()
         self.plots.show_report(report)
         self.plots.mark_selected(self.selection.current())
         self.tabs.setCurrentWidget(self.nodes_table)
@@ -370,6 +390,17 @@ class RunPane(QWidget):
             # After the table has laid out its new rows, or the scroll is lost.
             QTimer.singleShot(0, lambda row=focus.index: self._scroll_nodes_to(row))
         self.report_ready.emit(report)
+
+    def _fit_tables(self) -> None:
+        """Widen the tables' side of the splitter so that every column shows whole (allclose is the
+        last one), up to half the pane: the plots keep the rest."""
+        needed = max(_content_width(self.metrics), _content_width(self.nodes_table))
+        sizes = self.splitter.sizes()
+        total = sum(sizes)
+        if total <= 0 or sizes[0] >= needed:
+            return
+        left = min(needed, total // 2)
+        self.splitter.setSizes([left, total - left])
 
     def _scroll_nodes_to(self, row: int) -> None:
         item = self.nodes_table.item(row, 0)

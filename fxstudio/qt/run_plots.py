@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 
 from fxstudio.core.compare import CompareReport
 
@@ -38,6 +38,7 @@ def _style(plot: pg.PlotItem, title: str, left: str, bottom: str) -> None:
     for side, text in (("left", left), ("bottom", bottom)):
         axis = plot.getAxis(side)
         axis.setLabel(f"<span style='color:#444'>{text}</span>")
+        axis.enableAutoSIPrefix(False)  # else a log axis with a title reads "(x1e+09)" and shifted ticks
         axis.setPen(pg.mkPen("#888"))
         axis.setTextPen(pg.mkPen("#444"))
     plot.showGrid(x=True, y=True, alpha=0.15)
@@ -45,17 +46,103 @@ def _style(plot: pg.PlotItem, title: str, left: str, bottom: str) -> None:
     plot.hideButtons()
 
 
+MIN_TICKS = 3
+"""The histogram's error axis gets at least this many labelled ticks, however narrow the range."""
+
+
 def _decade_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
     """Ticks at 1, 2 and 5 times each power of ten between 10^lo and 10^hi (log10 positions);
-    just the powers of ten when the range spans many decades."""
-    steps = (1,) if hi - lo > 4 else (1, 2, 5)
-    ticks = []
-    for decade in range(math.floor(lo), math.ceil(hi) + 1):
-        for m in steps:
-            pos = decade + math.log10(m)
-            if lo - 0.05 <= pos <= hi + 0.05:
-                ticks.append((pos, f"{m}e{decade}"))
-    return ticks
+    just the powers of ten when the range spans many decades; every 1..9 times, then evenly spaced
+    round values, when that gives fewer than ``MIN_TICKS`` (errors within one decade)."""
+    for steps in ((1,) if hi - lo > 4 else (1, 2, 5), range(1, 10)):
+        ticks = []
+        for decade in range(math.floor(lo), math.ceil(hi) + 1):
+            for m in steps:
+                pos = decade + math.log10(m)
+                if lo - 0.01 <= pos <= hi + 0.01:
+                    ticks.append((pos, f"{m}e{decade}"))
+        if len(ticks) >= MIN_TICKS:
+            return ticks
+    return _linear_ticks(10.0 ** lo, 10.0 ** hi)
+
+
+def _linear_ticks(a: float, b: float) -> list[tuple[float, str]]:
+    """About five round values between ``a`` and ``b`` (> 0), at their log10 positions."""
+    raw = (b - a) / 4
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+    first = math.ceil(a / step) * step
+    values = [first + i * step for i in range(int((b - first) / step + 1e-9) + 1)]
+    return [(math.log10(v), f"{v:.3g}") for v in values if v > 0]
+
+
+def _short_name(name: str, limit: int = 14) -> str:
+    """A node name short enough to sit under its point; long names keep both ends."""
+    return name if len(name) <= limit else name[: limit // 2 - 1] + "…" + name[-(limit // 2):]
+
+
+class ErrorAxis(pg.AxisItem):
+    """The histogram's x axis, log10 of the error: 1-2-5 ticks per decade (``_decade_ticks``) over the
+    visible range, thinned to what fits the axis's width, never fewer than ``MIN_TICKS``."""
+
+    PIXELS_PER_LABEL = 44
+
+    def __init__(self):
+        super().__init__("bottom")
+        self.log_scale = False
+        self._labels: dict[float, str] = {}
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 - pyqtgraph override
+        """Round error values inside ``[minVal, maxVal]`` at their log10 positions."""
+        if not self.log_scale or maxVal <= minVal:
+            return super().tickValues(minVal, maxVal, size)
+        # pyqtgraph drops a label that would stick out of the axis: keep ticks half a label inside.
+        margin = (self.PIXELS_PER_LABEL / 2) / max(size, 1.0) * (maxVal - minVal)
+        ticks = _decade_ticks(minVal + margin, maxVal - margin)
+        room = max(MIN_TICKS, int(size // self.PIXELS_PER_LABEL))
+        ticks = ticks[:: max(1, (len(ticks) - 1) // (room - 1))] if len(ticks) > room else ticks
+        self._labels = {round(pos, 9): text for pos, text in ticks}
+        return [(1.0, [pos for pos, _ in ticks])]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
+        """``5e-3`` style labels of the ticks ``tickValues`` chose."""
+        if not self.log_scale:
+            return super().tickStrings(values, scale, spacing)
+        return [self._labels.get(round(v, 9), f"{10.0 ** v:.2g}") for v in values]
+
+
+class NodeAxis(pg.AxisItem):
+    """The per-node plot's x axis: node names at their graph positions, as many as fit side by side."""
+
+    def __init__(self):
+        super().__init__("bottom")
+        self.names: dict[int, str] = {}
+
+    def set_names(self, names: dict[int, str]) -> None:
+        """``{graph index: node name}`` to label (empty: plain numbers)."""
+        self.names = {i: _short_name(n) for i, n in names.items()}
+        self.picture = None
+        self.update()
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 - pyqtgraph override
+        """Every ``step``-th index, ``step`` chosen so that the widest name fits between two ticks."""
+        if not self.names:
+            return super().tickValues(minVal, maxVal, size)
+        if size <= 0 or maxVal <= minVal:
+            return []
+        font = self.style["tickFont"] or self.font()
+        widest = max(QFontMetrics(font).horizontalAdvance(n) for n in self.names.values()) + 10
+        per_index = size / (maxVal - minVal)
+        step = next(m for m in (1, 2, 3, 4, 5, 10, 15, 20, 25, 50, 100, 200, 500, 1000, 10**4, 10**5, 10**6)
+                    if m * per_index >= widest or m >= 10**6)
+        start = max(0, math.ceil(minVal / step) * step)
+        return [(float(step), [float(i) for i in range(start, math.floor(maxVal) + 1, step) if i in self.names])]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
+        """The node name at each tick."""
+        if not self.names:
+            return super().tickStrings(values, scale, spacing)
+        return [self.names.get(int(round(v)), "") for v in values]
 
 
 def _tip(row) -> str:
@@ -69,6 +156,24 @@ def _tip(row) -> str:
     return text + (f"\n{row.note}" if row.note else "")
 
 
+DEFAULT_TITLES = {
+    "node": ("Per-node error along the graph (click a point to select its node)", "Per-node error (click a point)"),
+    "hist": ("Output absolute errors", "Output |error|"),
+    "scatter": ("Original vs edited output values", "Original vs edited"),
+}
+"""(full, short) title of each plot before a run; the short one in a short, wide dock."""
+
+AXIS_LABELS = {
+    ("node_plot", "left"): ("error / tolerance", "err / tol"),
+    ("node_plot", "bottom"): ("node (graph order)", ""),
+    ("hist_plot", "left"): ("values", "count"),
+    ("hist_plot", "bottom"): ("|edited − original| (log scale)", "|error|"),
+    ("scatter_plot", "left"): ("edited", "edited"),
+    ("scatter_plot", "bottom"): ("original", "original"),
+}
+"""(full, short) axis titles; an empty short one hides that axis title in a short dock."""
+
+
 class RunPlots(pg.GraphicsLayoutWidget):
     """Three plots of a ``CompareReport``; ``node_clicked(int)`` carries the stable id of a clicked point."""
 
@@ -78,14 +183,13 @@ class RunPlots(pg.GraphicsLayoutWidget):
         super().__init__(parent)
         self.setBackground("w")
         self.ci.layout.setSpacing(6)
-        self.node_plot = pg.PlotItem()
-        self.hist_plot = pg.PlotItem()
+        self.node_axis = NodeAxis()
+        self.node_plot = pg.PlotItem(axisItems={"bottom": self.node_axis})
+        self.error_axis = ErrorAxis()
+        self.hist_plot = pg.PlotItem(axisItems={"bottom": self.error_axis})
         self.scatter_plot = pg.PlotItem()
         self.arrangement: str | None = None
-        self._titles = {"node": ("Per-node error along the graph (click a point to select its node)",
-                                 "Per-node error (click a point)"),
-                        "hist": ("Output absolute errors", "Output |error|"),
-                        "scatter": ("Original vs edited output values", "Original vs edited")}
+        self._titles = dict(DEFAULT_TITLES)
         self._arrange("grid")
         _style(self.node_plot, "Per-node error along the graph (click a point to select its node)",
                "error / tolerance", "node (graph order)")
@@ -97,8 +201,13 @@ class RunPlots(pg.GraphicsLayoutWidget):
         self._selected_marker = pg.ScatterPlotItem(size=16, pen=pg.mkPen(COLORS["selected"], width=2),
                                                    brush=pg.mkBrush(None), symbol="o")
         self._xy_by_id: dict[int, tuple[float, float]] = {}
+        self._first_label: pg.TextItem | None = None
         self.report: CompareReport | None = None
         self.scatter_output: str | None = None
+        view = self.node_plot.getViewBox()
+        view.sigResized.connect(self._place_first_label)
+        view.sigXRangeChanged.connect(self._place_first_label)
+        self.clear_plots()
 
     def _arrange(self, arrangement: str) -> None:
         """``"grid"``: the per-node plot above the other two; ``"row"``: all three side by side
@@ -135,10 +244,12 @@ class RunPlots(pg.GraphicsLayoutWidget):
         short = self.arrangement == "row"
         for name, plot in (("node", self.node_plot), ("hist", self.hist_plot), ("scatter", self.scatter_plot)):
             _title(plot, self._titles[name][1 if short else 0])
-        # Short docks drop the axis titles; the plot titles say what is drawn.
-        for plot in (self.node_plot, self.hist_plot, self.scatter_plot):
-            for side in ("left", "bottom"):
-                plot.getAxis(side).showLabel(not short)
+        # Short docks shorten the axis titles rather than drop them: a scatter without "original" and
+        # "edited" on its axes cannot be read. The node axis needs none there: it shows node names.
+        for (plot, side), (full, brief) in AXIS_LABELS.items():
+            axis = plot if isinstance(plot, pg.AxisItem) else getattr(self, plot).getAxis(side)
+            axis.setLabel(f"<span style='color:#444'>{brief if short else full}</span>")
+            axis.showLabel(bool(brief) or not short)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
         """Lay the plots out in a row when the widget is short and wide, else in a grid."""
@@ -150,12 +261,25 @@ class RunPlots(pg.GraphicsLayoutWidget):
     # -- drawing ------------------------------------------------------------------------------
 
     def clear_plots(self) -> None:
-        """Empty all three plots."""
+        """Empty all three plots: no points, default titles, axes and ranges (as before any run)."""
         for plot in (self.node_plot, self.hist_plot, self.scatter_plot):
             plot.clear()
         self._points = None
+        self._first_label = None
         self._xy_by_id = {}
         self.report = None
+        self.scatter_output = None
+        self.node_axis.set_names({})
+        self.error_axis.log_scale = False
+        self.node_plot.setYRange(math.log10(FLOOR) - 0.3, 2.3, padding=0)
+        for plot, x, y in ((self.node_plot, (0, 1), None), (self.hist_plot, (0, 1), (0, 1)),
+                           (self.scatter_plot, (0, 1), (0, 1))):
+            plot.setXRange(*x, padding=0.02)
+            if y is not None:
+                plot.setYRange(*y, padding=0.02)
+        self._titles = dict(DEFAULT_TITLES)
+        if self.arrangement is not None:
+            self._apply_titles()
 
     def show_report(self, report: CompareReport, scatter_output: str | None = None) -> None:
         """Draw ``report``; the scatter shows ``scatter_output`` (default: the output that differs most)."""
@@ -170,6 +294,8 @@ class RunPlots(pg.GraphicsLayoutWidget):
         self.scatter_output = scatter_output
         self._draw_histogram(report)
         self._draw_scatter(report, scatter_output)
+        for plot in (self.hist_plot, self.scatter_plot):
+            plot.enableAutoRange()  # clear_plots fixed their empty ranges
 
     def _draw_nodes(self, report: CompareReport) -> None:
         plot = self.node_plot
@@ -219,12 +345,15 @@ class RunPlots(pg.GraphicsLayoutWidget):
             plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(COLORS["first"], width=1.5)))
             # Above its point, or below it when the point sits at the top of the plot.
             # and to the left of the line in the right part of the plot, so it is not cut off.
-            last = max([n.index for n in report.nodes] + [1])
-            anchor = (1.05 if x > 0.6 * last else -0.05, 1.2 if y < top else -0.4)
-            text = pg.TextItem(f"first divergence: {fd.name}", color=COLORS["first"], anchor=anchor)
+            # In the headroom above the highest point, beside the line on whichever side it fits
+            # (``_place_first_label`` decides again whenever the plot is resized or scrolled).
+            text = pg.TextItem(f"first divergence: {fd.name}", color=COLORS["first"], anchor=(0, 0),
+                               fill=pg.mkBrush(255, 255, 255, 210))
             text.setFont(QFont(text.textItem.font().family(), 9, QFont.Weight.Bold))
+            text.setZValue(20)
             plot.addItem(text)
-            text.setPos(x, math.log10(y))
+            text.setPos(x, math.log10(top) + 0.3 + self._headroom(top))
+            self._first_label, self._first_x = text, x
         if report.error is not None and report.error.graph == "edited":
             err = next((n for n in report.nodes if n.status == "error"), None)
             if err is not None:
@@ -234,8 +363,35 @@ class RunPlots(pg.GraphicsLayoutWidget):
                 plot.addItem(t)
                 t.setPos(err.index, math.log10(FLOOR) + 1)
         plot.addItem(self._selected_marker)
-        plot.setYRange(math.log10(FLOOR) - 0.3, math.log10(top) + 0.3, padding=0)
+        plot.setYRange(math.log10(FLOOR) - 0.3, math.log10(top) + 0.3 + self._headroom(top), padding=0)
         plot.setXRange(-1, max([n.index for n in report.nodes] + [1]) + 1, padding=0.02)
+        self.node_axis.set_names({n.index: n.name for n in report.nodes})
+        self._place_first_label()
+
+    def _headroom(self, top: float) -> float:
+        """Room above the points for the first-divergence label: a sixth of the error axis."""
+        if self.report is None or self.report.first_divergence is None:
+            return 0.0
+        return (math.log10(top) - math.log10(FLOOR) + 0.6) / 6
+
+    def _place_first_label(self, *_args) -> None:
+        """Right of the first-divergence line when the label fits there, else left of it."""
+        text = getattr(self, "_first_label", None)
+        view = self.node_plot.getViewBox()
+        (x0, x1), _ = view.viewRange()
+        if text is None or view.width() <= 0 or x1 <= x0:
+            return
+        line_x = self._first_x
+        line_px = (line_x - x0) / (x1 - x0) * view.width()
+        width = text.textItem.boundingRect().width() + 6
+        if line_px + width <= view.width():
+            left_px = line_px + 3  # right of the line
+        elif line_px - width >= 0:
+            left_px = line_px - width + 3  # left of it
+        else:
+            left_px = max(0.0, view.width() - width)  # across it, whole, at the plot's right edge
+        text.setAnchor((0, 0))
+        text.setPos(x0 + left_px / view.width() * (x1 - x0), text.pos().y())
 
     def _draw_histogram(self, report: CompareReport) -> None:
         plot = self.hist_plot
@@ -254,9 +410,11 @@ class RunPlots(pg.GraphicsLayoutWidget):
             counts, _ = np.histogram(logs, bins=edges)
             plot.addItem(pg.PlotDataItem(edges, counts, stepMode="center", fillLevel=0,
                                          brush=pg.mkBrush(COLORS["bars"]), pen=pg.mkPen(COLORS["bars"].darker(130))))
-            plot.getAxis("bottom").setTicks([_decade_ticks(lo, hi), []])
+            self.error_axis.log_scale = True
         else:
-            plot.getAxis("bottom").setTicks(None)
+            self.error_axis.log_scale = False
+        self.error_axis.picture = None
+        self.error_axis.update()
         if not report.samples and report.error is not None:
             self._titles["hist"] = ("Output absolute errors (none: the edited graph failed)", "no outputs")
         else:

@@ -70,3 +70,26 @@ class Preferences:
     def set_last_dir(self, folder: str | Path) -> None:
         """Remember the folder of the last file chosen in a dialog."""
         self.settings.setValue("dialogs/last_dir", str(folder))
+
+    def minimap_shown(self) -> bool:
+        """Whether the canvas's minimap is expanded (View ▸ Minimap); True on a first run."""
+        return _bool(self.settings.value("view/minimap", True))
+
+    def set_minimap_shown(self, shown: bool) -> None:
+        """Remember View ▸ Minimap."""
+        self.settings.setValue("view/minimap", bool(shown))
+
+    def canvas_hint_dismissed(self) -> bool:
+        """Whether the user closed the canvas's first-run hint."""
+        return _bool(self.settings.value("hints/canvas_dismissed", False))
+
+    def dismiss_canvas_hint(self) -> None:
+        """Do not show the canvas's first-run hint again."""
+        self.settings.setValue("hints/canvas_dismissed", True)
+
+
+def _bool(value) -> bool:
+    # An INI file gives back "true"/"false" strings.
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)

@@ -9,7 +9,6 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
 
-from fxstudio.core import journal
 from fxstudio.core.errors import EditRefused, FxStudioError
 from fxstudio.qt.open_flow import OPEN_FILTER
 from fxstudio.qt.workers import BackgroundTask
@@ -80,8 +79,7 @@ class WindowCommands:
         self.script_path = Path(path)
         self.prefs.set_last_dir(Path(path).parent)
         self.document.mark_saved()
-        if self.spec and self.autosave:
-            journal.clear_journal(self.spec)
+        self.clear_journal()
         self.update_chrome()
         self.statusBar().showMessage(f"Saved {len(self.document.edit_script()['edits'])} edits to {path}", 6000)
         return True

@@ -4,6 +4,7 @@ them: exit codes, messages, and the files they leave (or do not leave) behind.""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,7 +22,9 @@ def test_export_command_in_a_real_process(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "verified: outputs identical to the graph in memory" in proc.stdout
     assert "note: the file needs the model file wrapped_fn.py importable" in proc.stdout
-    assert out.exists() and (tmp_path / "wrapped_export.weights.pt").exists()
+    # The weights file is named by its content hash, and the .py names it.
+    weights = [p.name for p in tmp_path.glob("wrapped_export.weights.*.pt")]
+    assert out.exists() and len(weights) == 1 and f'WEIGHTS_FILE = "{weights[0]}"' in out.read_text()
     assert "Traceback" not in proc.stderr
 
 
@@ -57,7 +60,9 @@ def test_bad_targets_exit_2_with_a_message_and_no_traceback(tmp_path, capsys):
     capsys.readouterr()
     assert main(["apply", model, str(script), "-o", "/proc/fxstudio_out.py"]) == 2
     assert "cannot write" in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["edits.json", "edits.py", "edits.weights.pt"]
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names[:2] == ["edits.json", "edits.py"] and len(names) == 3
+    assert re.fullmatch(r"edits\.weights\.[0-9a-f]{16}\.pt", names[2])
 
 
 def test_a_graph_that_fails_verification_exits_1_and_writes_nothing(tmp_path, capsys):

@@ -31,3 +31,22 @@ def run(doc: Document, *inputs):
 def code(doc: Document) -> str:
     """The edited module's current code."""
     return doc.module().code
+
+
+def with_huge_node(gm):
+    """A copy of ``gm`` (add_mul) whose ``mul`` multiplies by a 10^14-element ``torch.ones`` node,
+    inserted with plain torch.fx: the edit checks refuse such a size at edit time, and a run of a
+    graph that allocates too much at run time must still report it, not raise."""
+    import copy
+
+    import torch
+
+    gm = copy.deepcopy(gm)
+    mul = next(n for n in gm.graph.nodes if n.name == "mul")
+    ids = [n.meta["fxs_id"] for n in gm.graph.nodes if "fxs_id" in n.meta]
+    with gm.graph.inserting_before(mul):
+        huge = gm.graph.create_node("call_function", torch.ones, ((10000000, 10000000),), name="huge")
+    huge.meta["fxs_id"] = max(ids, default=0) + 1
+    mul.update_arg(1, huge)
+    gm.recompile()
+    return gm

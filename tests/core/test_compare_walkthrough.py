@@ -11,6 +11,8 @@ from fxstudio.core.graph_diff import graph_diff
 from fxstudio.core.loading import load_model
 from fxstudio.resources import example_path
 
+from tests.core.edit_helpers import with_huge_node
+
 
 def run(doc, **kw):
     kw.setdefault("repeats", 1)
@@ -107,10 +109,7 @@ def test_identical_transformer_in_half_precision_has_no_divergence():
 
 def test_out_of_memory_in_an_inserted_node_is_reported_not_raised():
     doc = open_doc("add_mul.py")
-    doc.apply_edit({"op": "insert", "before": "mul", "kind": "call_function", "target": "torch.ones",
-                    "args": "((10000000, 10000000),)", "name": "huge"})
-    doc.apply_edit({"op": "set_arg", "node": "mul", "key": 1, "value": "%huge"})
-    report = run(doc)
+    report = compare_models(doc.loaded.module, doc.original, with_huge_node(doc.module()), doc.loaded.example_inputs)
     assert report.error.out_of_memory and report.error.node_name == "huge"
     assert "ran out of memory at node huge" in report.error.describe()
 

@@ -28,6 +28,8 @@ from fxstudio.core.same_computation import same_computation
 from fxstudio.core.synthetic import as_graph_module, skip_chain
 from fxstudio.resources import example_path
 
+from tests.core.edit_helpers import with_huge_node
+
 EXAMPLES = ["add_mul.py", "clamp.py", "conv_bn_relu.py", "data_branch.py", "relu_add.py", "residual_cnn.py",
             "sub_chain.py", "transformer_block.py", "two_linear.py", "view_reshape.py", "wrapped_fn.py"]
 
@@ -153,11 +155,8 @@ def test_a_failing_original_node_is_reported_as_the_originals():
 
 def test_out_of_memory_in_a_generated_run_is_reported_not_raised():
     doc = doc_for("add_mul.py")
-    doc.apply_edit({"op": "insert", "before": "mul", "kind": "call_function", "target": "torch.ones",
-                    "args": "((10000000, 10000000),)", "name": "huge"})
-    doc.apply_edit({"op": "set_arg", "node": "mul", "key": 1, "value": "%huge"})
-    result = run_divergence(doc.original, doc.module(), doc.loaded.example_inputs, rtol=1e-5, atol=1e-6,
-                            engine="generated")
+    result = run_divergence(doc.original, with_huge_node(doc.module()), doc.loaded.example_inputs, rtol=1e-5,
+                            atol=1e-6, engine="generated")
     assert result.failure.out_of_memory and result.failure.node_name == "huge"
 
 

@@ -192,15 +192,15 @@ def test_replay_names_the_refused_edit():
     with pytest.raises(EditRefused) as info:
         replay(loaded_example("add_mul.py"), script)
     assert info.value.index == 1
-    assert info.value.message.startswith("Edit #1 (erase) of 2 was refused: Cannot erase %add")
+    assert info.value.message.startswith("Edit 2 (erase) of 2 was refused: Cannot erase %add")
 
 
 @pytest.mark.parametrize("content,reason", [
     ('{"format": "fxstudio.edits/2", "edits": []}', "Unsupported edit script format 'fxstudio.edits/2'"),
     ('{"edits": []}', "Unsupported edit script format None"),
-    ('{"format": "fxstudio.edits/1", "edits": [{"op": "explode"}]}', "Edit #0: Unknown edit op 'explode'"),
+    ('{"format": "fxstudio.edits/1", "edits": [{"op": "explode"}]}', "Edit 1: Unknown edit op 'explode'"),
     ('{"format": "fxstudio.edits/1", "edits": [{"op": "erase", "node": "a", "colour": 1}]}',
-     "Edit #0: Unknown field(s) 'colour'"),
+     "Edit 1: Unknown field(s) 'colour'"),
     ('{"format": "fxstudio.edits/1", "edits": [{"op": "set_arg", "node": "a", "key": 1.5, "value": "1"}]}',
      "'key' must be an int"),
     ('{"format": "fxstudio.edits/1", "edits": [{"op": "set_arg", "node": "a", "key": 1, "value": 1}]}',

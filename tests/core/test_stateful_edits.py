@@ -7,6 +7,9 @@ exactly, and replaying the recorded script on a fresh document gives that code a
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -17,8 +20,9 @@ from tests.core.edit_helpers import loaded_example
 
 MODELS = ["residual_cnn.py", "transformer_block.py", "sub_chain.py", "relu_add.py", "conv_bn_relu.py",
           "two_linear.py", "clamp.py", "view_reshape.py"]
-VALUES = ["1", "2.5", "-1", "None", "(1, 2)", "'a'", "inf", "True", "10 +", "%nope", "torch.float16", "[0, 1]"]
-KEYWORDS = ["alpha", "max", "dim", "inplace", "bogus", "min"]
+VALUES = ["1", "2.5", "-1", "None", "(1, 2)", "'a'", "inf", "True", "10 +", "%nope", "torch.float16", "[0, 1]",
+          "'lambda'", "{[1]: 2}", "-" * 300 + "1"]
+KEYWORDS = ["alpha", "max", "dim", "inplace", "bogus", "min", "lambda", "ｍax"]
 NEW_TARGETS = ["torch.relu", "torch.sigmoid", "torch.neg", "operator.sub", "operator.add", "torch.flatten",
                "relu_add.my_relu", "model_file.nothing", "reshape", "transpose", "torch.nn.Dropout(p=0.5)",
                "torch.nn.Identity()", "torch.nn.Os()", "conv1"]
@@ -80,15 +84,18 @@ class EditMachine(RuleBasedStateMachine):
         self.attempt({"op": "set_arg", "node": user.name, "key": node_keys[k % len(node_keys)],
                       "value": f"%{new.name}"})
 
-    @rule(i=index, new_target=st.sampled_from(NEW_TARGETS), splice=st.booleans(), before=st.booleans())
-    def insert(self, i, new_target, splice, before):
+    @rule(i=index, new_target=st.sampled_from(NEW_TARGETS), splice=st.booleans(), before=st.booleans(),
+          reroute=st.booleans())
+    def insert(self, i, new_target, splice, before, reroute):
         target = new_target
         anchor = self.pick(i, ("placeholder",) + INSERTABLE)
         kind = "call_method" if target.isidentifier() else "call_module" if "(" in target or target == "conv1" \
             else "call_function"
         where = "before" if before else "after"
         edit = {"op": "insert", where: anchor.name, "kind": kind, "target": target, "args": f"(%{anchor.name},)"}
-        if splice and not before:
+        if reroute:  # the window's default: one insert that moves the anchor's users (refused before)
+            self.attempt({**edit, "reroute": True})
+        elif splice and not before:
             edit["name"] = f"spliced{len(self.doc.history)}"
             self.attempt(edit, {"op": "replace_uses", "node": anchor.name, "with": edit["name"]})
         else:
@@ -192,8 +199,37 @@ class EditMachine(RuleBasedStateMachine):
             assert replay(self.loaded, doc.edit_script()).module().code == tip
 
 
-EditMachine.TestCase.settings = settings(
-    max_examples=500, stateful_step_count=8, deadline=None, derandomize=True, database=None,
+# Profiles: the default run is derandomized (the same 500 sequences every time, for CI); the long
+# one (HYPOTHESIS_PROFILE=long) draws 2,000 fresh sequences of 12 steps from a random seed and
+# prints the blob that reproduces a failure.
+settings.register_profile(
+    "edits-default", max_examples=500, stateful_step_count=8, deadline=None, derandomize=True, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
+settings.register_profile(
+    "long", settings.get_profile("edits-default"), max_examples=2000, stateful_step_count=12,
+    derandomize=False, print_blob=True,
+)
+_PROFILE = "long" if os.environ.get("HYPOTHESIS_PROFILE") == "long" else "edits-default"
+EditMachine.TestCase.settings = settings.get_profile(_PROFILE)
 test_random_edit_sequences = EditMachine.TestCase
+if _PROFILE == "long":  # minutes, not the suite's per-test limit
+    test_random_edit_sequences = pytest.mark.timeout(0)(test_random_edit_sequences)
+
+
+def test_literal_into_getattr_object_is_refused():
+    """Found by the fuzz: ``set_arg`` of ``1`` into ``getattr(x, 'shape')`` made fx write ``1.shape``,
+    a syntax error, so the module no longer compiled. It is refused and changes nothing."""
+    machine = EditMachine()
+    machine.open_model("transformer_block.py")
+    node = next(n for n in machine.doc.edited.graph.nodes if n.target is getattr)
+    for value in ("1", "-1", "2.5", "None"):
+        before = machine.src()
+        reason = machine.doc.check_edit({"op": "set_arg", "node": node.name, "key": 0, "value": value})
+        assert reason and "getattr" in reason, (value, reason)
+        machine.attempt({"op": "set_arg", "node": node.name, "key": 0, "value": value})
+        assert machine.src() == before
+        machine.graph_is_consistent()
+    machine.attempt({"op": "set_arg", "node": node.name, "key": 1, "value": "'lambda'"})
+    machine.graph_is_consistent()
+    machine.teardown()

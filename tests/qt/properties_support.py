@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from fxstudio.core.document import Document
 from fxstudio.core.loading import load_model
@@ -29,15 +30,41 @@ def run(doc: Document) -> torch.Tensor:
     return doc.module()(*doc.loaded.example_inputs)
 
 
+def click_into(widget) -> None:
+    """Give ``widget`` the focus the way a user does, with a click (a combo box: on its text), and
+    check that the window system's focus widget is it (or its focus proxy's target)."""
+    target = widget.lineEdit() if hasattr(widget, "lineEdit") and widget.lineEdit() else widget
+    window = widget.window()
+    if not window.isActiveWindow():  # a click on a window activates it; offscreen, ask for it
+        QTest.qWaitForWindowExposed(window, 2000)
+        window.activateWindow()
+        QTest.qWaitForWindowActive(window, 2000)
+    QTest.mouseClick(target, Qt.LeftButton, Qt.NoModifier, target.rect().center())
+    focused = QApplication.focusWidget()
+    assert focused is not None and (focused is widget or focused is target or widget.isAncestorOf(focused)), \
+        f"a click on {widget!r} left the focus on {focused!r}"
+
+
+def keys(text_or_key, modifier=Qt.NoModifier) -> None:
+    """Type a string, or press one key, at ``QApplication.focusWidget()``: where a window system
+    delivers keys (for an editable combo box that is the combo, not its inner line edit)."""
+    focused = QApplication.focusWidget()
+    assert focused is not None, "no widget has the keyboard focus"
+    if isinstance(text_or_key, str):
+        QTest.keyClicks(focused, text_or_key, modifier)
+    else:
+        QTest.keyClick(focused, text_or_key, modifier)
+
+
 def replace_text(widget, text: str, *, enter: bool = True) -> None:
-    """Select all of a line edit (or an editable combo's), type ``text``, press Enter."""
-    edit = widget.lineEdit() if hasattr(widget, "lineEdit") and widget.lineEdit() else widget
-    edit.setFocus()
-    QTest.keyClick(edit, Qt.Key_A, Qt.ControlModifier)
-    QTest.keyClick(edit, Qt.Key_Backspace)
-    QTest.keyClicks(edit, text)
+    """Click into a field, select all, type ``text`` and press Enter, every key sent to the focus
+    widget as a window system would."""
+    click_into(widget)
+    keys(Qt.Key_A, Qt.ControlModifier)
+    keys(Qt.Key_Backspace)
+    keys(text)
     if enter:
-        QTest.keyClick(edit, Qt.Key_Return)
+        keys(Qt.Key_Return)
 
 
 def pick_from_dropdown(qtbot, combo, text: str) -> None:

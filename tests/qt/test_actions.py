@@ -112,7 +112,7 @@ def test_dead_code_elimination_reports_what_it_removed(actions_for, qtbot):
 def test_rename_dialog_checks_as_you_type(actions_for, qtbot):
     doc, selection, actions, host = actions_for("add_mul.py", "add")
     node_id = selection.current()
-    QTest.keyClick(host, Qt.Key_F2)
+    QTest.keyClick(host, Qt.Key_F2, Qt.ShiftModifier)  # Shift+F2: plain F2 edits the first argument
     dialog = actions.dialog
     replace_text(dialog.field, "2x", enter=False)
     assert not dialog.ok_button.isEnabled() and "identifier" in dialog.error.text()

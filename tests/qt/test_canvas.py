@@ -79,7 +79,7 @@ def test_wheel_and_keys_zoom_around_the_cursor_and_f_fits(qtbot):
     assert abs(canvas.zoom() - z / 1.25) < 1e-6
     QTest.keyClick(canvas, Qt.Key.Key_Plus)
     assert abs(canvas.zoom() - z) < 1e-6
-    QTest.keyClick(canvas, Qt.Key.Key_F)
+    QTest.keyClick(canvas, Qt.Key.Key_F, Qt.KeyboardModifier.ShiftModifier)   # Fit All
     view = visible_rect(canvas)
     assert all(view.contains(c.sceneBoundingRect()) for c in canvas.canvas_scene.cards.values())
     # Fitted this tall graph is small: the canvas draws its overview instead of detailed cards.
@@ -179,7 +179,7 @@ def test_minimap_click_moves_the_view(qtbot):
     target = canvas.canvas_scene.cards["fc"].sceneBoundingRect().center()
     QTest.mouseClick(mm, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, mm.from_scene(target).toPoint())
     assert (visible_rect(canvas).center() - target).manhattanLength() < 4 / mm._scale
-    QTest.keyClick(canvas, Qt.Key.Key_F)
+    QTest.keyClick(canvas, Qt.Key.Key_F, Qt.KeyboardModifier.ShiftModifier)
     assert not mm.isVisible()   # the whole graph is on screen: nothing to navigate
 
 

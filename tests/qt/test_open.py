@@ -70,7 +70,8 @@ def test_drop_a_file_on_the_window(qtbot, make_window):
 
 def test_trace_failure_shows_clickable_file_line(qtbot, make_window):
     win = make_window()
-    assert win.open_path(EXAMPLES_DIR / "data_branch.py", origin="example")
+    # Named on the command line without --concrete-arg (the Examples menu would apply one).
+    assert win.open_path(EXAMPLES_DIR / "data_branch.py", origin="argument")
     qtbot.waitUntil(lambda: win.last_failure_dialog is not None and win.last_failure_dialog.isVisible(),
                     timeout=LOAD_TIMEOUT_MS)
     dialog = win.last_failure_dialog

@@ -12,7 +12,9 @@ from fxstudio.core.argsyntax import parse_value
 from fxstudio.core.errors import EditRefused
 from fxstudio.qt.properties import PropertiesPanel
 from fxstudio.qt.selection import SelectionModel
-from tests.qt.properties_support import open_doc, pick_from_dropdown, replace_text, run, select
+from tests.qt.properties_support import (
+    click_into, keys, open_doc, pick_from_dropdown, replace_text, run, select,
+)
 
 
 @pytest.fixture
@@ -82,10 +84,10 @@ def test_invalid_entry_shows_the_parsers_message_and_changes_nothing(panel_for, 
     assert field.message == str(expected.value)
     assert field.property("fxsState") == "invalid"
     with qtbot.waitSignal(panel.edit_refused) as refused:
-        QTest.keyClick(field.lineEdit(), Qt.Key_Return)
+        keys(Qt.Key_Return)
     assert refused.args == [str(expected.value)]
     assert doc.history == [] and doc.module().code == code
-    QTest.keyClick(field.lineEdit(), Qt.Key_Escape)
+    keys(Qt.Key_Escape)
     assert field.currentText() == "2" and field.message is None
 
 
@@ -123,12 +125,12 @@ def test_dropdown_offers_only_nodes_that_may_legally_feed(panel_for):
 def test_add_keyword_alpha_to_torch_add(panel_for):
     doc, _, panel = panel_for("two_linear.py", "add")
     row = panel.add_keyword
-    row.name.setFocus()
-    QTest.keyClicks(row.name, "alpha")
-    QTest.keyClick(row.name, Qt.Key_Return)
+    click_into(row.name)
+    keys("alpha")
+    keys(Qt.Key_Return)
     assert panel.focusWidget() in (row.value, row.value.lineEdit())
-    QTest.keyClicks(row.value.lineEdit(), "0.5")
-    QTest.keyClick(row.value.lineEdit(), Qt.Key_Return)
+    keys("0.5")
+    keys(Qt.Key_Return)
     assert doc.find("add").kwargs == {"alpha": 0.5}
     m, x = doc.loaded.module, doc.loaded.example_inputs[0]
     assert torch.allclose(run(doc), m.linear1(x) + 0.5 * m.linear2(x))
@@ -137,7 +139,8 @@ def test_add_keyword_alpha_to_torch_add(panel_for):
 
 def test_make_a_default_explicit_then_remove_it(panel_for):
     doc, _, panel = panel_for("two_linear.py", "add")
-    QTest.keyClick(panel.fields[("default", "alpha")].lineEdit(), Qt.Key_Return)  # same value, now explicit
+    click_into(panel.fields[("default", "alpha")])
+    keys(Qt.Key_Return)  # same value, now explicit
     assert doc.find("add").kwargs == {"alpha": 1}
     assert ("default", "alpha") not in panel.fields
     replace_text(panel.fields["alpha"], "2")

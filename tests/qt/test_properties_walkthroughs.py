@@ -108,6 +108,8 @@ def test_rebuild_mul_as_add(editor):
     picker = ed.actions.dialog
     QTest.keyClicks(picker.filter, new)
     QTest.keyClick(picker.filter, Qt.Key_Return)
+    ed.window.activateWindow()  # the dialog closed: a window manager activates the editor again
+    QTest.qWaitForWindowActive(ed.window, 2000)
     QTest.keyClick(ed.window, Qt.Key_Delete)  # mul has no users left: erased without a question
     assert ed.doc.find("mul") is None
     assert torch.equal(run(ed.doc), (ed.x + 5) + 2)

@@ -101,7 +101,7 @@ def test_autosave_journal_and_unsaved_prompt(qtbot, make_window, tmp_path, monke
     model = user_copy(tmp_path, "add_mul.py")
     win = make_window()
     doc = open_and_wait(qtbot, win, model)
-    path = journal.journal_path(model)
+    path = win.journal.path  # this window's own journal
     assert not path.exists()
     doc.apply_edit(SET_10)
     assert journal.read_journal(path).script == doc.edit_script()  # after every edit
@@ -141,11 +141,11 @@ def test_discard_on_open_another_clears_journal(qtbot, make_window, tmp_path, mo
     win = make_window()
     doc = open_and_wait(qtbot, win, model)
     doc.apply_edit(SET_10)
-    assert journal.journal_path(model).exists()
+    assert [e.path for e in journal.journals_of(model)] == [win.journal.path]
     monkeypatch.setattr(QMessageBox, "warning", lambda *a: QMessageBox.StandardButton.Discard)
     other = open_and_wait(qtbot, win, EXAMPLES_DIR / "sub_chain.py", origin="example")
     assert other is not doc and win.windowTitle().startswith("sub_chain.py")
-    assert not journal.journal_path(model).exists()
+    assert journal.journals_of(model) == []
 
 
 def test_settings_persist_geometry_docks_recent(qtbot, make_window, tmp_path):

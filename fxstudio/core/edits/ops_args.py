@@ -10,11 +10,13 @@ from typing import Any
 
 import torch.fx
 
+from fxstudio.core.argsyntax import short_repr
 from fxstudio.core.edits.common import check_refs_usable, node_field, nodes_in, parse_in_graph, plural, text_field
 from fxstudio.core.edits.ordering import ensure_before
 from fxstudio.core.edits.primitives import AddSubmodule, SetArgs, SetTarget, Transaction
 from fxstudio.core.edits.state import ID_KEY
-from fxstudio.core.edits.validation import check_call
+from fxstudio.core.edits.call_checks import check_call
+from fxstudio.core.edits.validation import keyword_problem
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.targets import NewSubmodule, format_target, parse_target, resolve_function
 
@@ -58,8 +60,9 @@ def op_set_arg(tx: Transaction, edit: dict) -> tuple[str, dict]:
             args[key] = value
         label = f"Set {node.name}.args[{key}] = {text}"
     else:
-        if not key.isidentifier():
-            raise EditRefused(f"{key!r} is not a keyword name.")
+        problem = keyword_problem(key)
+        if problem:
+            raise EditRefused(problem)
         kwargs[key] = value
         label = f"Set {node.name}.{key} = {text}"
     refs = nodes_in(value)
@@ -79,7 +82,7 @@ def op_del_kwarg(tx: Transaction, edit: dict) -> tuple[str, dict]:
     key = edit["key"]
     if not isinstance(key, str) or key not in node.kwargs:
         have = ", ".join(node.kwargs) or "none"
-        raise EditRefused(f"%{node.name} has no keyword argument {key!r} (its keywords: {have}).")
+        raise EditRefused(f"%{node.name} has no keyword argument {short_repr(key, 40)} (its keywords: {have}).")
     kwargs = {k: v for k, v in node.kwargs.items() if k != key}
     reason = check_call(node.op, node.target, node.args, kwargs, state.gm)
     if reason:

@@ -8,7 +8,7 @@ from fxstudio.core.edits.common import check_refs_usable, node_field, nodes_in, 
 from fxstudio.core.edits.ops_args import fresh_submodule_name, replace_uses
 from fxstudio.core.edits.primitives import AddSubmodule, NodeLife, Rename, Transaction
 from fxstudio.core.edits.state import ID_KEY, EditState
-from fxstudio.core.edits.validation import check_call
+from fxstudio.core.edits.call_checks import check_call
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.targets import NewSubmodule, check_node_name, parse_target
 
@@ -40,7 +40,8 @@ def _free_name(state: EditState, edit: dict) -> str | None:
 
 
 def op_insert(tx: Transaction, edit: dict) -> tuple[str, dict]:
-    """``{"op": "insert", "before"|"after", "kind", "target", "args", "kwargs", "name"}``: a new node."""
+    """``{"op": "insert", "before"|"after", "kind", "target", "args", "kwargs", "name", "reroute"}``: a new
+    node; with ``"reroute": true`` (after only) the anchor's other users move to it."""
     state = tx.state
     if ("before" in edit) == ("after" in edit):
         raise EditRefused("insert needs exactly one of 'before' or 'after' (a node name).")
@@ -53,6 +54,12 @@ def op_insert(tx: Transaction, edit: dict) -> tuple[str, dict]:
         raise EditRefused(f"Cannot insert before the input %{anchor.name}: inputs come first; insert after the last input.")
     if where == "after" and anchor.op == "output":
         raise EditRefused("Cannot insert after the output node: nothing runs after the return.")
+    reroute = edit.get("reroute", False)
+    if not isinstance(reroute, bool):
+        raise EditRefused(f"Field 'reroute' must be true or false, not {reroute!r}.")
+    if reroute and where == "before":
+        raise EditRefused("'reroute' moves the anchor's users to the new node, so it needs 'after': "
+                          "a node inserted before the anchor cannot take the anchor's value.")
     name = _free_name(state, edit)
     args_text = text_field(edit, "args", "()").strip()
     kwargs_text = text_field(edit, "kwargs", "{}").strip()
@@ -86,7 +93,13 @@ def op_insert(tx: Transaction, edit: dict) -> tuple[str, dict]:
     tx.do(life)
     record = {"op": "insert", where: anchor.name, "kind": kind, "target": target_text,
               "args": args_text, "kwargs": kwargs_text, "name": life.name}
-    return f"Insert {life.name} {where} {anchor.name}", record
+    label = f"Insert {life.name} {where} {anchor.name}"
+    if reroute:
+        # the anchor's users (not the new node itself) now use the new node: the window's default
+        record["reroute"] = True
+        if replace_uses(tx, anchor, state.by_id[meta[ID_KEY]]):
+            label += f" (its users now use {life.name})"
+    return label, record
 
 
 def op_erase(tx: Transaction, edit: dict) -> tuple[str, dict]:

@@ -13,12 +13,14 @@ import logging
 import threading
 import warnings
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.fx
 from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
 
+from fxstudio.core import trust
+from fxstudio.core.errors import EditRefused
 from fxstudio.core.metadata import dtype_name
 from fxstudio.core.module_state import CannotCopy, run_copy
 
@@ -30,13 +32,20 @@ _META_KEYS = ("tensor_meta", "fxs_shape", "fxs_dtype", "fxs_shape_error")
 
 
 class ShapeRefresher:
-    """Recomputes shapes of one edited module incrementally; made once per document."""
+    """Recomputes shapes of one edited module incrementally; made once per document.
 
-    def __init__(self, gm: torch.fx.GraphModule):
+    ``traced``: also call the targets ``gm``'s graph calls now (made with the document, that is
+    the traced graph) even where ``trust.evaluable`` would not.
+    """
+
+    def __init__(self, gm: torch.fx.GraphModule, traced: bool = True):
         self.gm = gm
         self.enabled = any("tensor_meta" in n.meta for n in gm.graph.nodes if n.op == "placeholder")
         self.complete = True
         self.budget = DEFAULT_BUDGET
+        # what the traced graph calls (it ran under a fake mode when the model was loaded); taken
+        # when the document is made, so nothing added to the graph later counts as traced
+        self._traced = {id(n.target) for n in gm.graph.nodes if n.op == "call_function"} if traced else set()
 
     @property
     def mode(self):
@@ -125,16 +134,9 @@ class ShapeRefresher:
                 for part in str(node.target).split("."):
                     obj = getattr(obj, part)
                 return (self.mode.from_tensor(obj) if isinstance(obj, torch.Tensor) else obj), None
-            if node.op == "call_function":
-                return node.target(*args, **kwargs), None
-            if node.op == "call_method":
-                return getattr(args[0], node.target)(*args[1:], **kwargs), None
-            if node.op == "call_module":
-                try:
-                    module = _fake_module(self.gm.get_submodule(node.target))
-                except CannotCopy:  # a TorchScript submodule: its shape stays unknown
-                    return _UNKNOWN, None
-                return module(*args, **kwargs), None
+            return self.call(node.op, node.target, args, kwargs), None
+        except EditRefused:  # a cost bound: the value stays unknown, the edit's own check says why
+            return _UNKNOWN, None
         except (RuntimeError, ValueError, TypeError, IndexError, AttributeError, KeyError, AssertionError) as exc:
             if _is_fake_limitation(exc):
                 return _UNKNOWN, None
@@ -142,6 +144,29 @@ class ShapeRefresher:
         except Exception:  # noqa: BLE001 - anything else: shape unknown, not an error of the edit
             return _UNKNOWN, None
         return _UNKNOWN, None
+
+    def call(self, op: str, target: Any, args: tuple, kwargs: dict) -> Any:
+        """One call of a node of kind ``op`` on (fake) ``args``, inside this thread's fake mode;
+        ``_UNKNOWN`` for what must not run here. Raises what the call raises."""
+        if op == "call_function":
+            if not trust.evaluable(target) and id(target) not in self._traced:
+                return _UNKNOWN  # never call what the trust boundary would not resolve
+            if trust.is_reviewed_stdlib(target):
+                trust.check_cost(target, args, kwargs)  # Python arithmetic runs for real: bound it
+            return target(*args, **kwargs)
+        if op == "call_method":
+            receiver = args[0] if args else None
+            if not isinstance(receiver, torch.Tensor) or str(target).startswith("_") \
+                    or target in trust.TENSOR_METHODS_DENIED:
+                return _UNKNOWN  # only (fake) tensors' own methods run here
+            return getattr(receiver, target)(*args[1:], **kwargs)
+        if op == "call_module":
+            try:
+                module = _fake_module(self.gm.get_submodule(target))
+            except CannotCopy:  # a TorchScript submodule: its shape stays unknown
+                return _UNKNOWN
+            return module(*args, **kwargs)
+        return _UNKNOWN
 
     def _write(self, node: torch.fx.Node, value: Any, error: str | None) -> bool:
         """Store the metadata for ``value``; True when it differs from what was there."""
@@ -164,6 +189,89 @@ class ShapeRefresher:
         after = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
         # non-tensor results (sizes, tuples of ints) are not recorded: always let users recompute
         return before != after or (meta is None and value is not _UNKNOWN)
+
+
+_PYTHON_VALUED_METHODS = frozenset({
+    "size", "dim", "ndimension", "numel", "nelement", "item", "tolist", "stride", "storage_offset",
+    "element_size", "get_device", "data_ptr", "__len__", "__getitem__", "is_contiguous", "is_floating_point",
+    "is_complex", "is_signed", "equal", "type",
+})
+"""Tensor methods whose result may be a Python value (an int, a list): not a tensor for the cost bound."""
+
+
+def operand_values(gm: torch.fx.GraphModule | None) -> Callable[[torch.fx.Node], Any]:
+    """``value_of(node)`` for the edit-time checks of ``fxstudio.core.trust``: a node's value as far
+    as fake propagation knows it before any run (a fake tensor, a Python value such as
+    ``x.shape[0]``), or ``trust.UNKNOWN``. Evaluated lazily, under this thread's fake mode, with the
+    same guards as the shape refresh."""
+    made: list[ShapeRefresher | None] = []  # made on first use: most edits never ask
+    values: dict[torch.fx.Node, Any] = {}
+
+    def value_of(node: torch.fx.Node) -> Any:
+        if not made:
+            made.append(ShapeRefresher(gm, traced=False) if isinstance(gm, torch.fx.GraphModule) else None)
+        refresher = made[0]
+        if refresher is None or not refresher.enabled:
+            return trust.UNKNOWN
+        with warnings.catch_warnings(), torch.no_grad(), _fake_tensor_logs_off(), refresher.mode:
+            warnings.simplefilter("ignore")
+            value = refresher._value_of(node, values, 0)
+        if value is _UNKNOWN or (isinstance(value, (list, tuple)) and any(v is _UNKNOWN for v in value)):
+            # past what fake propagation computes (data-dependent shapes): a submodule's or torch
+            # operator's result is still a tensor; a Python value stays unknown
+            if (node.op == "call_module" or (node.op == "call_function" and trust.makes_tensors(node.target))
+                    or (node.op == "call_method" and node.target not in _PYTHON_VALUED_METHODS)):
+                return trust.TENSOR_LIKE
+            return trust.UNKNOWN
+        return value
+
+    return value_of
+
+
+def result_elements(gm: torch.fx.GraphModule | None, op: str, target: Any, args: tuple,
+                    kwargs: dict) -> tuple[int, int] | None:
+    """(elements of the tensors a prospective call would return, elements of its largest tensor
+    operand), computed on fake tensors before the node exists; None when that cannot be told."""
+    if op not in ("call_function", "call_method", "call_module") or not isinstance(gm, torch.fx.GraphModule):
+        return None
+    refresher = ShapeRefresher(gm, traced=False)  # the edited graph now: only what trust allows runs
+    if not refresher.enabled:
+        return None
+    values: dict[torch.fx.Node, Any] = {}
+    unknown = []
+
+    def fetch(n: torch.fx.Node) -> Any:
+        v = refresher._value_of(n, values, 0)
+        if v is _UNKNOWN or (isinstance(v, (list, tuple)) and any(x is _UNKNOWN for x in v)):
+            unknown.append(n)
+        return v
+
+    with warnings.catch_warnings(), torch.no_grad(), _fake_tensor_logs_off(), refresher.mode:
+        warnings.simplefilter("ignore")
+        fake_args = torch.fx.node.map_arg(args, fetch)
+        fake_kwargs = torch.fx.node.map_arg(kwargs, fetch)
+        if unknown:
+            return None
+        try:
+            out = refresher.call(op, target, fake_args, fake_kwargs)
+        except Exception:  # noqa: BLE001 - the refresh after the edit reports real errors
+            return None
+    if out is _UNKNOWN:
+        return None
+    return _elements(out), max([_elements(v) for v in (*fake_args, *fake_kwargs.values())] + [0])
+
+
+def _elements(value: Any) -> int:
+    if isinstance(value, torch.Tensor):
+        try:
+            return int(value.numel())
+        except Exception:  # noqa: BLE001 - symbolic sizes
+            return 0
+    if isinstance(value, (list, tuple)):
+        return sum(_elements(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_elements(v) for v in value.values())
+    return 0
 
 
 def fake_mode():

@@ -80,7 +80,8 @@ class StructureActions(QObject):
         self.duplicate = make("Duplicate", "Copy the selected node right after it", self._duplicate, "Ctrl+D")
         self.eliminate_dead_code = make("Dead-code elimination", "Remove nodes whose results are never used",
                                         self._dce)
-        self.rename = make("Rename…", "Give the selected node a new name", self._rename, "F2")
+        # Shift+F2: plain F2 is the canvas's "edit the first argument" (design §11).
+        self.rename = make("Rename…", "Give the selected node a new name", self._rename, "Shift+F2")
         selection.changed.connect(lambda _ids: self.update_enabled())
         self.update_enabled()
 
@@ -181,10 +182,8 @@ class StructureActions(QObject):
         edit.setdefault("name", free_name(doc, edit["target"]))
         new = edit["name"]
         if where == "after":
-            if not anchor.users:
-                return self.apply(edit)
-            label = f"Insert {new} after {anchor.name} (its users now use {new})"
-            return self.apply(edit, {"op": "replace_uses", "node": anchor.name, "with": new}, label=label)
+            # recorded as one insert with "reroute": a replayed script wires the node in the same way
+            return self.apply({**edit, "reroute": True} if anchor.users else edit)
         inputs = anchor.all_input_nodes
         if not inputs:
             return self.apply(edit)

@@ -42,6 +42,8 @@ class CardInfo:
     target: str
     shape: str
     ports: list[PortSpec] = field(default_factory=list)
+    consts: str = ""      # the constant (non-node) arguments, short: ``× 2``, ``max=5.0``
+    dead: bool = False    # no node uses its value and it is not the output: DCE would drop it
 
 
 def _lod(painter: QPainter) -> float:
@@ -58,10 +60,11 @@ def _metrics(role: str) -> QFontMetricsF:
     return _METRICS[role]
 
 
-def _static(text: str, role: str, width: float | None = None) -> QStaticText:
+def _static(text: str, role: str, width: float | None = None,
+            mode: Qt.TextElideMode = Qt.TextElideMode.ElideRight) -> QStaticText:
     """A laid-out text (drawn many times without re-shaping), elided to ``width`` when given."""
     if width is not None and len(text) * _metrics(role).maxWidth() > width:   # else it fits for sure
-        text = _metrics(role).elidedText(text, Qt.TextElideMode.ElideRight, width)
+        text = _metrics(role).elidedText(text, mode, width)
     t = QStaticText(text)
     t.setTextFormat(Qt.TextFormat.PlainText)
     return t
@@ -78,23 +81,64 @@ class _Face:
         clip.addRect(QRectF(0, 0, w, hh))
         self.header = header.intersected(clip)
         inner = w - 2 * _PAD
-        fm = _metrics("title")
-        self.title = _static(info.name, "title", inner)
+        # A name that does not fit in the title font gets the narrower one before it is elided,
+        # and then loses its middle, so ``layer3_1_relu_1`` and ``layer3_1_relu`` stay apart.
+        self.title_role = "title" if _metrics("title").horizontalAdvance(info.name) <= inner else "title_narrow"
+        fm = _metrics(self.title_role)
+        self.title = _static(info.name, self.title_role, inner, Qt.TextElideMode.ElideMiddle)
         self.title_pos = QPointF(_PAD, (hh - fm.height()) / 2)
-        lines = [(t, c) for t, c in ((info.target, st.TEXT_DARK), (info.shape, st.TEXT_MUTED)) if t]
+        # An unused node says so in its header, right-aligned, when the name leaves room.
+        self.dead_tag = None
+        if info.dead:
+            tag_w = _metrics("small").horizontalAdvance("unused")
+            if fm.horizontalAdvance(info.name) + tag_w + 8 <= inner:
+                self.dead_tag = (_static("unused", "small"),
+                                 QPointF(w - _PAD - tag_w, (hh - _metrics("small").height()) / 2))
+        # The target, then the shape. Constants follow the target on its line when they fit there
+        # (``operator.mul  × 2``), else they get a line of their own in the smaller font, as does
+        # the shape then, so that three lines fit the card's body.
+        body = _metrics("body")
+        target = _target_text(info.target, inner, info.name) if info.target else ""
+        after = body.horizontalAdvance(target + "  ") if target else 0.0
+        inline = bool(info.consts) and after + body.horizontalAdvance(info.consts) <= inner
+        lines = [(target, "body", st.TEXT_DARK)] if target else []
+        if info.consts and not inline:
+            lines.append((info.consts, "small", st.TEXT_CONST))
+        if info.shape:
+            lines.append((info.shape, "small" if len(lines) > 1 else "body", st.TEXT_MUTED))
         self.lines = []
         body_h = h - hh
         if lines and body_h > 8:
-            line_h = body_h / len(lines)
-            bh = _metrics("body").height()
-            for i, (text, colour) in enumerate(lines):
-                self.lines.append((_static(text, "body", inner), QPointF(_PAD, hh + i * line_h + (line_h - bh) / 2),
-                                   st.pen(colour)))
+            heights = [_metrics(role).height() for _, role, _ in lines]
+            gap = max(body_h - sum(heights), 0.0) / (len(lines) + 1)
+            y = hh + gap
+            for (text, role, colour), lh in zip(lines, heights):
+                self.lines.append((_static(text, role, inner), QPointF(_PAD, y), st.pen(colour), role))
+                if inline and text is target:
+                    self.lines.append((_static(info.consts, "body"), QPointF(_PAD + after, y), st.pen(st.TEXT_CONST), "body"))
+                y += lh + gap
         n = len(info.ports)
         self.ports = [QPointF(w * (i + 1) / (n + 1), 0.0) for i in range(n)]
         sh = _metrics("small").height()
+        # A single input needs no index: "0" over the only port says nothing.
+        labelled = not (n == 1 and info.ports[0].label == "0")
         self.port_labels = [(_static(p.label, "small"), QPointF(x.x() + st.PORT_R + 2, -3.0 - sh + 2))
-                            for p, x in zip(info.ports, self.ports)]
+                            for p, x in zip(info.ports, self.ports)] if labelled else []
+
+
+def _target_text(target: str, width: float, name: str = "") -> str:
+    """The target line fitted to ``width``: a submodule's path loses its middle before its class,
+    and goes altogether when the card's title already spells it (``layer1_0_bn2``)."""
+    fm = _metrics("body")
+    if fm.horizontalAdvance(target) <= width:
+        return target
+    path, sep, cls = target.rpartition(" · ")
+    if sep and path.replace(".", "_") == name:
+        return cls
+    if sep and fm.horizontalAdvance(sep + cls) < width * 0.65:   # the class tells more than the path
+        room = width - fm.horizontalAdvance(sep + cls)
+        return fm.elidedText(path, Qt.TextElideMode.ElideMiddle, room) + sep + cls
+    return target
 
 
 class NodeCard(QGraphicsItem):
@@ -143,8 +187,12 @@ class NodeCard(QGraphicsItem):
         """The card's full texts (the card itself elides them): name, op and target, shape, and
         what the overlays say (added/changed, error against tolerance of the last run)."""
         lines = [self.info.name, f"{self.info.op}: {self.info.target}"]
+        if self.info.consts:
+            lines.append(f"constants: {self.info.consts}")
         if self.info.shape:
             lines.append(self.info.shape)
+        if self.info.dead:
+            lines.append("unused: no node uses its value (Edit ▸ Dead-code elimination drops it)")
         if self.diff_kind:
             lines.append("added by an edit" if self.diff_kind == "added" else "changed by an edit")
         if self.score is not None:
@@ -179,7 +227,7 @@ class NodeCard(QGraphicsItem):
                 return self.port_pos(i)
         return None
 
-    def port_at(self, scene_pos: QPointF, radius: float = 9.0) -> int | None:
+    def port_at(self, scene_pos: QPointF, radius: float = st.PORT_HIT_R) -> int | None:
         """Index of the port within ``radius`` scene units of ``scene_pos``, or None."""
         best, best_d = None, radius * radius
         for i in range(len(self.info.ports)):
@@ -193,7 +241,7 @@ class NodeCard(QGraphicsItem):
     def paint(self, painter: QPainter, option, widget=None) -> None:
         """Paint the item (Qt override); cheap at low zoom."""
         r = self._rect
-        head = st.op_color(self.info.op)
+        head = st.color(st.DEAD_HEADER) if self.info.dead else st.op_color(self.info.op)
         lod = _lod(painter)
         if lod < st.LOD_PLAIN:
             plain = self._plain_color()
@@ -211,6 +259,9 @@ class NodeCard(QGraphicsItem):
             rgb = self.tint.rgb()
             painter.setPen(st.rgb_pen(rgb, 1.6))
             painter.setBrush(st.tint_brush(rgb))
+        elif self.info.dead:   # unused: a dashed grey border on a grey body
+            painter.setPen(st.dashed_pen(st.DEAD_BORDER, 1.3))
+            painter.setBrush(st.brush(st.DEAD_BODY))
         else:
             painter.setPen(st.pen(st.CARD_BORDER, 1.0))
             painter.setBrush(st.brush(st.CARD_BODY))
@@ -219,11 +270,17 @@ class NodeCard(QGraphicsItem):
         if self.drag_state == "cycle":
             painter.fillRect(r, st.color("#40d13c3c"))
         painter.setPen(st.pen("#ffffff"))
-        painter.setFont(st.font("title"))   # a QStaticText is drawn in the painter's font
+        painter.setFont(st.font(face.title_role))   # a QStaticText is drawn in the painter's font
         painter.drawStaticText(face.title_pos, face.title)
         if lod >= st.LOD_LABELS:
-            painter.setFont(st.font("body"))
-            for text, pos, pen in face.lines:
+            if face.dead_tag is not None:
+                painter.setFont(st.font("small"))
+                painter.drawStaticText(face.dead_tag[1], face.dead_tag[0])
+            current = None
+            for text, pos, pen, role in face.lines:
+                if role != current:   # most cards use one font for every line
+                    painter.setFont(st.font(role))
+                    current = role
                 painter.setPen(pen)
                 painter.drawStaticText(pos, text)
             if face.ports:

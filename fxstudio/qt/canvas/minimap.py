@@ -2,34 +2,69 @@
 
 The thumbnail is painted once per layout into an image (one rectangle per card, so it costs a few
 milliseconds even at 100k nodes) and the view rectangle is drawn over it. Clicking or dragging in
-the minimap centres the canvas on that point.
+the minimap centres the canvas on that point. It is translucent (the cards under it show through)
+and a small toggle in its top-right corner collapses it to that toggle alone, and expands it back.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QToolButton, QWidget
 
 from fxstudio.core.layout_types import Layout
 from fxstudio.qt.canvas import style as st
 
 
+BACKGROUND_ALPHA = 150   # of the minimap's white ground: the canvas under it stays visible
+THUMB_OPACITY = 0.75     # of the thumbnail's cards
+TOGGLE_SIZE = 18
+
+
 class Minimap(QWidget):
-    """A thumbnail of the layout; emits ``navigate(QPointF)`` with the scene point clicked."""
+    """A thumbnail of the layout; emits ``navigate(QPointF)`` with the scene point clicked and
+    ``expanded_changed(bool)`` when its toggle collapses or expands it (``set_expanded``)."""
 
     navigate = Signal(QPointF)
+    expanded_changed = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None, size: tuple[int, int] = (180, 180)):
         super().__init__(parent)
+        self._full_size = size
         self.setFixedSize(*size)
         self.setCursor(Qt.CursorShape.PointingHandCursor)
         self.setToolTip("Minimap: click or drag to move the view")
+        self.expanded = True
+        self.toggle = QToolButton(self)
+        self.toggle.setObjectName("minimapToggle")
+        self.toggle.setFixedSize(TOGGLE_SIZE, TOGGLE_SIZE)
+        self.toggle.setAutoRaise(True)
+        self.toggle.setCursor(Qt.CursorShape.ArrowCursor)
+        self.toggle.clicked.connect(lambda: self.set_expanded(not self.expanded, notify=True))
+        self._sync_toggle()
         self._image: QImage | None = None
         self._scene_rect = QRectF()
         self._view_rect = QRectF()
         self._scale = 1.0
         self._offset = QPointF()
+
+    def set_expanded(self, expanded: bool, notify: bool = False) -> None:
+        """Show the thumbnail (True) or only the toggle (False); ``notify`` emits ``expanded_changed``."""
+        if expanded == self.expanded:
+            return
+        self.expanded = expanded
+        w, h = self._full_size if expanded else (TOGGLE_SIZE, TOGGLE_SIZE)
+        self.setFixedSize(w, h)
+        self._sync_toggle()
+        self.update()
+        if notify:
+            self.expanded_changed.emit(expanded)
+
+    def _sync_toggle(self) -> None:
+        self.toggle.move(self.width() - TOGGLE_SIZE, 0)
+        self.toggle.setText("–" if self.expanded else "▣")
+        self.toggle.setToolTip("Hide the minimap (View ▸ Minimap)" if self.expanded
+                               else "Show the minimap (View ▸ Minimap)")
 
     def set_layout(self, layout: Layout | None, scene_rect: QRectF, ops: dict[str, str] | None = None,
                    tints: dict[str, QColor] | None = None) -> None:
@@ -37,12 +72,13 @@ class Minimap(QWidget):
         node's op kind, for its colour; ``tints``: colours by node name that replace it, the
         divergence of a run, so where a model diverges shows on the whole-graph view too)."""
         self._scene_rect = QRectF(scene_rect)
-        w, h = self.width() - 8, self.height() - 8
+        width, height = self._full_size
+        w, h = width - 8, height - 8
         sw, sh = max(scene_rect.width(), 1.0), max(scene_rect.height(), 1.0)
         self._scale = min(w / sw, h / sh)
         self._offset = QPointF(4 + (w - sw * self._scale) / 2, 4 + (h - sh * self._scale) / 2)
-        img = QImage(self.width(), self.height(), QImage.Format.Format_ARGB32_Premultiplied)
-        img.fill(QColor(255, 255, 255, 230))
+        img = QImage(width, height, QImage.Format.Format_ARGB32_Premultiplied)
+        img.fill(Qt.GlobalColor.transparent)
         if layout is not None:
             p = QPainter(img)
             p.translate(self._offset)
@@ -90,10 +126,18 @@ class Minimap(QWidget):
         return (pos - self._scene_rect.topLeft()) * self._scale + self._offset
 
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        """The cached thumbnail, the view outline and a border."""
+        """The cached thumbnail over a translucent ground, the view outline and a border
+        (only the toggle's ground when collapsed)."""
         p = QPainter(self)
+        p.fillRect(self.rect(), QColor(255, 255, 255, BACKGROUND_ALPHA))
+        if not self.expanded:
+            p.setPen(QPen(QColor(st.FRAME_BORDER), 1))
+            p.drawRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5))
+            return
         if self._image is not None:
+            p.setOpacity(THUMB_OPACITY)
             p.drawImage(0, 0, self._image)
+            p.setOpacity(1.0)
         if not self._view_rect.isEmpty():
             r = QRectF(self.from_scene(self._view_rect.topLeft()), self.from_scene(self._view_rect.bottomRight()))
             r = r.intersected(QRectF(self.rect()).adjusted(1, 1, -1, -1))
@@ -106,12 +150,12 @@ class Minimap(QWidget):
 
     def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Centre the canvas on the clicked point."""
-        if event.button() == Qt.MouseButton.LeftButton:
+        if event.button() == Qt.MouseButton.LeftButton and self.expanded:
             self.navigate.emit(self.to_scene(event.position()))
             event.accept()
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Dragging keeps centring the canvas under the cursor."""
-        if event.buttons() & Qt.MouseButton.LeftButton:
+        if event.buttons() & Qt.MouseButton.LeftButton and self.expanded:
             self.navigate.emit(self.to_scene(event.position()))
             event.accept()

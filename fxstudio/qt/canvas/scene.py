@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
+from fxstudio.core.argsyntax import format_value
 from fxstudio.core.layout_reroute import routes_into
 from fxstudio.core.layout_types import Layout
 from fxstudio.qt.canvas import style as st
@@ -93,9 +94,80 @@ def edge_label(node: torch.fx.Node) -> str:
     return ""
 
 
+# Binary operators shown as their symbol with the constant operand: ``x * 2`` reads ``× 2``.
+_OPERATOR_SYMBOLS = {"add": "+", "iadd": "+", "sub": "−", "isub": "−", "mul": "×", "imul": "×",
+                     "truediv": "÷", "itruediv": "÷", "div": "÷", "floordiv": "//", "ifloordiv": "//", "mod": "%",
+                     "pow": "**", "ipow": "**", "matmul": "@", "and_": "&", "or_": "|", "xor": "^",
+                     "lshift": "<<", "rshift": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+                     "gt": ">", "ge": ">="}
+MAX_CONST_CHARS = 60   # longer constants (a big list) are cut here; the card elides to its width
+
+
+def _has_node(value) -> bool:
+    if isinstance(value, torch.fx.Node):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_has_node(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_node(v) for v in value.values())
+    return False
+
+
+def _const(value) -> str:
+    try:
+        text = format_value(value)
+    except Exception:  # noqa: BLE001 (an exotic constant: its repr is good enough on a card)
+        text = repr(value)
+    return text if len(text) <= MAX_CONST_CHARS else text[:MAX_CONST_CHARS - 1] + "…"
+
+
+def constants_text(node: torch.fx.Node) -> str:
+    """The node's constant arguments as a short line: ``× 2`` for ``x * 2``, ``max=5.0`` for
+    ``clamp(x, max=5.0)``, ``1, -1`` for ``view(1, -1)``; ``""`` when every argument is a node."""
+    if node.op in ("placeholder", "output", "get_attr"):
+        return ""
+    args, kwargs = node.args, node.kwargs
+    symbol = _OPERATOR_SYMBOLS.get(getattr(node.target, "__name__", "")) if node.op == "call_function" \
+        and getattr(node.target, "__module__", "") in ("_operator", "operator") else None
+    if symbol and len(args) == 2 and not kwargs:
+        a, b = args
+        if _has_node(a) and not _has_node(b):
+            return f"{symbol} {_const(b)}"
+        if _has_node(b) and not _has_node(a):
+            return f"{_const(a)} {symbol}"
+    schema = getattr(node.target, "_schema", None)   # an ATen op names its arguments and defaults
+    if schema is not None:
+        parts = []
+        spec = {a.name: a for a in schema.arguments}
+        named = list(zip((a.name for a in schema.arguments), args)) + list(kwargs.items())
+        for name, value in named:
+            arg = spec.get(name)
+            if _has_node(value) or (arg is not None and arg.has_default_value() and _same(arg.default_value, value)):
+                continue
+            parts.append(f"{name}={_const(value)}")
+        symbol = _OPERATOR_SYMBOLS.get(schema.name.rpartition("::")[2].rstrip("_"))
+        if symbol and len(parts) == 1 and parts[0].startswith("other="):   # aten.mul(x, 2): "× 2"
+            return f"{symbol} {parts[0][6:]}"
+        return ", ".join(parts)
+    parts = [_const(a) for a in args if not _has_node(a)]
+    parts += [f"{k}={_const(v)}" for k, v in kwargs.items() if not _has_node(v)]
+    return ", ".join(parts)
+
+
+def _same(default, value) -> bool:
+    """Whether an argument equals its schema default (``[1, 1]`` and ``(1, 1)`` alike)."""
+    try:
+        if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple)):
+            return list(default) == list(value)
+        return type(default) is type(value) and default == value
+    except Exception:  # noqa: BLE001 (exotic values: shown)
+        return False
+
+
 def card_info(node: torch.fx.Node, node_id: int, gm: torch.nn.Module | None = None) -> CardInfo:
     """Everything a card shows about ``node``."""
-    return CardInfo(node.name, node_id, node.op, target_text(node, gm), shape_of(node), input_ports(node))
+    return CardInfo(node.name, node_id, node.op, target_text(node, gm), shape_of(node), input_ports(node),
+                    constants_text(node), not node.users and node.op != "output")
 
 
 class CanvasScene(QGraphicsScene):

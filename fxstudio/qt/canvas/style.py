@@ -27,6 +27,10 @@ CARD_BODY = "#ffffff"
 CARD_BORDER = "#9aa3ae"
 TEXT_DARK = "#22262b"
 TEXT_MUTED = "#5f6770"
+TEXT_CONST = "#8a4b0f"           # a card's constant arguments (``× 2``, ``max=5.0``)
+DEAD_HEADER = "#9aa1a9"          # unused nodes (no users, not the output): grey, dashed border
+DEAD_BODY = "#f1f2f4"
+DEAD_BORDER = "#7d858f"
 EDGE_COLOR = "#6d7580"
 EDGE_LABEL = "#4b525a"
 SELECTED = "#1f6feb"             # selection outline (blue)
@@ -47,6 +51,7 @@ DIFF_RING_W = 2.4                # width of the added/changed outline (inside th
 # Geometry (scene units).
 HEADER_H = 22.0
 PORT_R = 4.5
+PORT_HIT_R = 13.0                # a press this close to a port grabs it (scene units)
 CORNER_R = 5.0
 ARROW = 6.0
 TOGGLE = 14.0
@@ -85,6 +90,14 @@ def pen(name: str, width: float = 1.0, cosmetic: bool = False) -> QPen:
 
 
 @lru_cache(maxsize=None)
+def dashed_pen(name: str, width: float = 1.0) -> QPen:
+    """A cached dashed pen (the border of an unused node's card)."""
+    p = QPen(pen(name, width))
+    p.setStyle(Qt.PenStyle.DashLine)
+    return p
+
+
+@lru_cache(maxsize=None)
 def brush(name: str) -> QBrush:
     """A cached solid brush."""
     return QBrush(QColor(name))
@@ -95,9 +108,9 @@ def font(role: str) -> QFont:
     """The font for a text role: ``title`` (card name), ``body``, ``small`` (ports, edge shapes), ``frame``."""
     f = QFont()
     f.setFamilies(["Inter", "Noto Sans", "DejaVu Sans", "Sans Serif"])
-    sizes = {"title": 10.0, "body": 8.5, "small": 7.0, "frame": 9.0}
+    sizes = {"title": 10.0, "title_narrow": 8.5, "body": 8.5, "small": 7.0, "frame": 9.0}
     f.setPointSizeF(sizes.get(role, 9.0))
-    if role in ("title", "frame"):
+    if role in ("title", "title_narrow", "frame"):
         f.setWeight(QFont.Weight.DemiBold)
     return f
 

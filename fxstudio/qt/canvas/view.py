@@ -1,21 +1,24 @@
 """``GraphCanvas``: the node canvas of the editor window (a QGraphicsView over a ``CanvasScene``).
 
-Gestures: click a card to select it (Ctrl+click adds), drag on empty space or use the arrow keys
-to pan, the wheel or +/- to zoom around the cursor, F to fit, Ctrl+F to search (Enter/F3 cycle),
-click a frame's toggle to collapse or expand a module, and drag from an input port onto another
-card to rewire. The canvas never edits the graph: a rewire is one ``document.apply_edit`` call and
-a refusal is emitted as ``edit_refused(reason)``.
+Gestures: click a card to select it (Ctrl+click adds), drag on empty space to pan, the arrow keys
+to move the selection along edges (or pan when nothing is selected), the wheel or +/- to zoom
+around the cursor, F to fit readably (Shift+F: all), Ctrl+F to search (Enter/F3 cycle), F2 or
+Enter to edit the selected node's first argument (``edit_requested``), click a frame's toggle to
+collapse or expand a module, and drag from an input port onto another card to rewire. The canvas
+never edits the graph: a rewire is one ``document.apply_edit`` call and a refusal is emitted as
+``edit_refused(reason)``. ``CANVAS_KEYS`` lists the keys for Help ▸ Keyboard Shortcuts.
 """
 
 from __future__ import annotations
 
 import shiboken6
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QFrame, QGraphicsView, QToolTip, QWidget
 
 from fxstudio.core.errors import EditRefused
 from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.hint import CanvasHint
 from fxstudio.qt.canvas.items import GroupCard
 from fxstudio.qt.canvas.minimap import Minimap
 from fxstudio.qt.canvas.overlays import CanvasOverlays
@@ -26,7 +29,21 @@ from fxstudio.qt.selection import SelectionModel
 
 MIN_SCALE, MAX_SCALE = 0.003, 4.0
 ZOOM_STEP = 1.25
-READABLE_ZOOM = 0.8   # opening zoom for graphs too tall to read when fitted
+MIN_READABLE_ZOOM = 0.6   # "fit" never goes below this: card names stay legible (titles ~9 px)
+MAX_FIT_ZOOM = 1.0        # nor above 100 %: a narrow graph is not blown up
+PORT_HINT = "Drag onto another card to feed this input from it"
+# The keys the canvas handles itself (the window's actions list their own shortcuts).
+CANVAS_KEYS: tuple[tuple[str, str], ...] = (
+    ("Up", "Select an input of the selected node (pans when nothing is selected)"),
+    ("Down", "Select a user of the selected node"),
+    ("Left / Right", "Select the neighbour in the same layer"),
+    ("F2 / Enter", "Edit the selected node's first argument in Properties"),
+    ("+ / -", "Zoom in / out around the cursor"),
+    ("F / Shift+F", "Fit readably (widest layer, inputs in view) / fit the whole graph"),
+    ("F3 / Shift+F3", "Next / previous search match"),
+    ("Escape", "Cancel a rewire drag, close the find bar"),
+    ("Drag an input port", "Rewire: feed that input from the card it is dropped on"),
+)
 MINIMAP_DELAY_MS = 150   # minimap repaint after an incremental redraw (see _layout_changed)
 
 
@@ -36,8 +53,12 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
     Overlays (``overlays.py``): ``set_divergence(scores)`` tints cards by a run's divergence,
     ``set_diff(diff)`` rings added/changed nodes, ``show_changes(bool)``/``show_divergence(bool)``."""
 
+    PORT_HINT = PORT_HINT
     edit_refused = Signal(str)
     zoom_changed = Signal(float)
+    edit_requested = Signal(int)      # F2/Enter on a selected card: the node id to edit
+    status_hint = Signal(str)         # a hint for the status bar ("" clears it)
+    minimap_toggled = Signal(bool)    # the minimap was expanded (True) or collapsed by its toggle
 
     def __init__(self, selection: SelectionModel, parent: QWidget | None = None):
         # The view does not own its scene: keep the reference here, and parent it for Qt too.
@@ -50,6 +71,8 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self._unsubscribe = None
         self._pending: list = []      # document events not drawn yet
         self._drag: RewireDrag | None = None
+        self._drag_press: QPoint | None = None   # where a rewire drag started (a click selects)
+        self._port_hover = False
         self._pan_from: QPoint | None = None
         self._panned = False
         self._matches: list[str] = []
@@ -73,6 +96,7 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
 
         self.minimap = Minimap(self)
         self.minimap.navigate.connect(self.centerOn)
+        self.minimap.expanded_changed.connect(self._minimap_expanded)
         # After an incremental redraw the thumbnail (one rectangle per card: ~0.1 s at 10k nodes)
         # is repainted a little later, so the first paint after an edit does not wait for it.
         self._minimap_timer = QTimer(self)
@@ -85,6 +109,8 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self.search_bar.previous_requested.connect(self.previous_match)
         self.search_bar.closed.connect(lambda: (self.search(""), self.setFocus()))
         self._init_overlays()
+        self.hint = CanvasHint(self)
+        self._hint_enabled = False
         self.canvas_scene.layout_changed.connect(self._layout_changed)
         self.horizontalScrollBar().valueChanged.connect(self._view_moved)
         self.verticalScrollBar().valueChanged.connect(self._view_moved)
@@ -103,22 +129,33 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self.clear_overlays()   # a run's divergence and a diff belong to the document they came from
         if doc is None:
             self.canvas_scene.clear_graph()
+            self._sync_hint()
             return
         self._unsubscribe = doc.subscribe(self._on_event)
         self._relayout(previous=None)
         self.show_start()
+        self._sync_hint()
+
+    def set_first_run_hint(self, enabled: bool) -> None:
+        """Show the first-run hint (how to select, rewire, navigate) while a graph is open."""
+        self._hint_enabled = enabled
+        self._sync_hint()
+
+    def _sync_hint(self) -> None:
+        self.hint.setVisible(self._hint_enabled and self.document is not None)
+        self._place_overlays()
+
+    def event(self, event) -> bool:  # noqa: N802 (Qt override)
+        """F2 on a selected card belongs to the canvas (design §11), not to a window shortcut."""
+        if (event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_F2
+                and not event.modifiers() and self.selection.current() is not None):
+            event.accept()
+            return True
+        return super().event(event)
 
     def show_start(self) -> None:
-        """The opening view: the whole graph if it is readable that way, else its top at a
-        readable zoom (as Netron opens), with the minimap for the rest; F fits all."""
-        self.fit()
-        layout = self.canvas_scene.layout
-        if layout is None or not layout.nodes or self.zoom() >= st.LOD_LABELS:
-            return
-        self.zoom_by(READABLE_ZOOM / self.zoom())
-        top = min(layout.nodes.values(), key=lambda b: (b.y, b.x))
-        vp = self.viewport().rect()
-        self.centerOn(QPointF(top.x + top.w / 2, top.y - 40 + vp.height() / 2 / self.zoom()))
+        """The opening view: the readable fit (``fit_readable``), as Netron opens; Shift+F fits all."""
+        self.fit_readable()
 
     def _relayout(self, previous, refresh: set[str] | None = None, changed: list | None = None,
                   nodes: dict | None = None) -> None:
@@ -191,6 +228,14 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
                 return
         by_name: dict = {}
         touched = []
+        # The former inputs of a removed or rewired node may have lost their last user (their card
+        # turns "unused"): their cards are refreshed too.
+        for nid in removed | changed:
+            card = self.canvas_scene.by_id.get(nid)
+            for port in card.info.ports if card is not None else ():
+                src = self.document.find(port.src)
+                if src is not None:
+                    by_name[src.name] = src
         for nid in added | changed:
             node = self.document.node(nid)
             if node is not None:   # its card, and its users' ports (they name it)
@@ -240,8 +285,44 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self._sync_lod()
         super().paintEvent(event)
 
+    def fit_readable(self) -> None:
+        """Fit the graph's width (its widest layer with every frame around it) in the view, at a
+        zoom between ``MIN_READABLE_ZOOM`` (names legible) and 100 %, and scroll to the top of the
+        graph, where its inputs are. A graph readable whole at that zoom is shown whole, centred."""
+        self.flush()
+        layout = self.canvas_scene.layout
+        if layout is None or not (layout.nodes or layout.groups):
+            return
+        x0, y0, x1, y1 = self.canvas_scene.bounds   # cards and frames: at least the widest layer
+        left, right = x0, x1
+        vp = self.viewport().rect()
+        m = 30.0   # scene margin around the graph
+        z = min(max(vp.width() / (right - left + 2 * m), MIN_READABLE_ZOOM), MAX_FIT_ZOOM)
+        self._set_zoom(z)
+        if (y1 - y0 + 2 * m) * z <= vp.height() and (right - left + 2 * m) * z <= vp.width():
+            self.centerOn(QRectF(x0, y0, x1 - x0, y1 - y0).center())
+        else:
+            if (right - left + 2 * m) * z <= vp.width() + 1:
+                cx = (left + right) / 2
+            else:   # wider than the view even at the smallest legible zoom: the inputs, centred
+                first = min(b.layer for b in layout.nodes.values()) if layout.nodes else 0
+                top = [b for b in layout.nodes.values() if b.layer == first] or list(layout.groups.values())
+                cx = (min(b.x for b in top) + max(b.x + b.w for b in top)) / 2
+            self.centerOn(QPointF(cx, y0 - m + vp.height() / 2 / z))
+        self._sync_lod()
+        self.zoom_changed.emit(self.zoom())
+
+    def _set_zoom(self, z: float) -> None:
+        z = min(max(z, MIN_SCALE), MAX_SCALE)
+        self.setTransform(self.transform().fromScale(z, z))
+        self._update_scroll_area()
+
+    def reset_zoom(self) -> None:
+        """Zoom to 100 % around the centre of the view."""
+        self.zoom_by(1.0 / self.zoom())
+
     def fit(self) -> None:
-        """Fit the whole graph in the view (never magnifying past 1.5×)."""
+        """Fit the whole graph in the view (never magnifying past 1.5×): Fit All, Shift+F."""
         self.flush()
         layout = self.canvas_scene.layout
         if layout is None or not (layout.nodes or layout.groups):
@@ -347,6 +428,8 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
                              if p.src == edge.route.src and p.key == edge.route.key), None)
         if port is not None and self.document is not None:
             self._drag = RewireDrag(scene, self.document, target, port)
+            self._drag_press = event.position().toPoint()
+            self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
             return event.accept()
         if card is not None:
             ids = self.selection.ids()
@@ -372,6 +455,8 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
             else:
                 QToolTip.hideText()
             return event.accept()
+        if self._pan_from is None and not event.buttons():
+            self._hover_port(event.position().toPoint())
         if self._pan_from is not None:
             p = event.position().toPoint()
             d = p - self._pan_from
@@ -397,8 +482,15 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         """Finish a rewire (one ``set_arg``, or a refusal, or a cancel) or a pan."""
         if self._drag is not None and event.button() == Qt.MouseButton.LeftButton:
             drag, self._drag = self._drag, None
-            edit, reason = drag.release(self.mapToScene(event.position().toPoint()))
-            if edit is not None:
+            self.viewport().unsetCursor()
+            self._port_hover = False
+            pos = event.position().toPoint()
+            edit, reason = drag.release(self.mapToScene(pos))
+            if self._drag_press is not None and (pos - self._drag_press).manhattanLength() <= 3:
+                # A click on a port (no drag): select its card, as a click anywhere on it does.
+                self.selection.set([drag.card.info.node_id])
+                self.status_hint.emit(PORT_HINT)
+            elif edit is not None:
                 try:
                     self.document.apply_edit(edit)
                 except EditRefused as exc:
@@ -426,6 +518,41 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         if self._drag is not None:
             self._drag.finish()
             self._drag = None
+            self.viewport().unsetCursor()
+
+    def port_under(self, viewport_pos: QPoint):
+        """(card, port index) of the input port under ``viewport_pos``, or None (also when zoomed
+        out to the overview, where ports are not drawn)."""
+        scene = self.canvas_scene
+        if scene.in_overview() or self.document is None:
+            return None
+        pos = self.mapToScene(viewport_pos)
+        card = scene.card_at(pos)
+        port = card.port_at(pos) if card is not None else None
+        return (card, port) if port is not None else None
+
+    def _hover_port(self, viewport_pos: QPoint) -> None:
+        """Over an input port: an open hand and the rewiring hint in the status bar."""
+        over = self.port_under(viewport_pos) is not None
+        if over != self._port_hover:
+            self._port_hover = over
+            if over:
+                self.viewport().setCursor(Qt.CursorShape.OpenHandCursor)
+            else:
+                self.viewport().unsetCursor()
+            self.status_hint.emit(PORT_HINT if over else "")
+
+    def viewportEvent(self, event) -> bool:  # noqa: N802 (Qt override)
+        """A port's tooltip is the rewiring hint (not its card's)."""
+        if event.type() == QEvent.Type.ToolTip and self._drag is None:
+            hit = self.port_under(event.pos())
+            if hit is not None:
+                card, index = hit
+                port = card.info.ports[index]
+                QToolTip.showText(event.globalPos(), f"Input {port.label} of {card.info.name}, fed by "
+                                  f"{port.src}.\n{PORT_HINT}.", self.viewport())
+                return True
+        return super().viewportEvent(event)
 
     def wheelEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Zoom around the cursor."""
@@ -435,16 +562,51 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         event.accept()
 
     # -- keyboard -----------------------------------------------------------------------------
+    def step_selection(self, direction: str) -> bool:
+        """Move the selection along the graph from the current node: ``"up"`` to its first shown
+        input, ``"down"`` to its first shown user, ``"left"``/``"right"`` to the nearest card of
+        the same layer; the new card is scrolled into view. False when there is nowhere to go."""
+        self.flush()
+        scene, layout = self.canvas_scene, self.canvas_scene.layout
+        current = self.selection.current()
+        card = scene.by_id.get(current) if current is not None else None
+        if card is None or layout is None or self.document is None:
+            return False
+        name = card.info.name
+        target = None
+        if direction == "up":
+            target = next((p.src for p in card.info.ports if p.src in scene.cards), None)
+        elif direction == "down":
+            node = self.document.find(name)
+            users = [u.name for u in node.users if u.name in scene.cards] if node is not None else []
+            if users:   # the main path first: the user nearest below, then the leftmost
+                box = layout.nodes[name]
+                target = min(users, key=lambda u: (layout.nodes[u].layer, abs(layout.nodes[u].x - box.x)))
+        else:
+            box = layout.nodes.get(name)
+            if box is not None:
+                sign = -1 if direction == "left" else 1
+                row = [(sign * (b.x - box.x), n) for n, b in layout.nodes.items()
+                       if b.layer == box.layer and sign * (b.x - box.x) > 0 and n in scene.cards]
+                target = min(row)[1] if row else None
+        if target is None:
+            return False
+        self.selection.set([scene.cards[target].info.node_id])
+        return True
+
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        """F fit, +/- zoom, arrows pan, Ctrl+F find, F3/Shift+F3 cycle matches, Esc cancel."""
+        """F fit, +/- zoom, arrows move the selection (or pan), F2/Enter edit, Ctrl+F find,
+        F3/Shift+F3 cycle matches, Esc cancel."""
         key, mods = event.key(), event.modifiers()
         ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
         shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
         cursor = self.viewport().mapFromGlobal(self.cursor().pos())
         anchor = QPointF(cursor) if self.viewport().rect().contains(cursor) else None
         step = 60
-        if key == Qt.Key.Key_F and not ctrl:
+        if key == Qt.Key.Key_F and not ctrl and shift:
             self.fit()
+        elif key == Qt.Key.Key_F and not ctrl:
+            self.fit_readable()
         elif key == Qt.Key.Key_F and ctrl:
             self.open_search()
         elif key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
@@ -455,6 +617,12 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
             self.next_match(-1 if shift else 1)
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self._matches:
             self.next_match(-1 if shift else 1)
+        elif key in (Qt.Key.Key_F2, Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.selection.current() is not None:
+            self.edit_requested.emit(self.selection.current())
+        elif (key in (Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down) and not ctrl
+              and self.selection.current() is not None):
+            self.step_selection({Qt.Key.Key_Left: "left", Qt.Key.Key_Right: "right",
+                                 Qt.Key.Key_Up: "up", Qt.Key.Key_Down: "down"}[key])
         elif key == Qt.Key.Key_Left:
             self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() - step)
         elif key == Qt.Key.Key_Right:
@@ -484,6 +652,12 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         self.search_bar.adjustSize()
         self.search_bar.move(vp.right() - self.search_bar.width() - 10, vp.top() + 10)
         self._place_legend()
+        if self.hint.isVisible():
+            width = max(min(vp.width() - self.minimap.width() - 40, 640), 200)
+            self.hint.setFixedWidth(width)
+            height = self.hint.heightForWidth(width) if self.hint.hasHeightForWidth() else self.hint.sizeHint().height()
+            self.hint.setFixedHeight(max(height, self.hint.minimumSizeHint().height()))
+            self.hint.move(vp.left() + 10, vp.bottom() - self.hint.height() - 10)
 
     def _layout_changed(self) -> None:
         update = self.canvas_scene.last_update
@@ -504,6 +678,19 @@ class GraphCanvas(CanvasSearch, CanvasOverlays, QGraphicsView):
         ops = {name: card.info.op for name, card in self.canvas_scene.cards.items()}
         self.minimap.set_layout(self.canvas_scene.layout, QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-40, -40, 40, 40), ops,
                                 self._minimap_tints)
+
+    def set_minimap_shown(self, shown: bool) -> None:
+        """Expand the minimap (True) or collapse it to its toggle (View ▸ Minimap)."""
+        self.minimap.set_expanded(shown)
+        self._place_overlays()
+
+    def minimap_shown(self) -> bool:
+        """Whether the minimap is expanded (it still hides while the whole graph is in view)."""
+        return self.minimap.expanded
+
+    def _minimap_expanded(self, shown: bool) -> None:
+        self._place_overlays()
+        self.minimap_toggled.emit(shown)
 
     def _view_moved(self, *_):
         visible = self.mapToScene(self.viewport().rect()).boundingRect()

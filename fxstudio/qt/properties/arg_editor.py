@@ -2,8 +2,11 @@
 default, and a row to add a keyword.
 
 Every field takes text in the argument syntax (design §3) and validates it live with
-``argsyntax.parse_value``; Enter (or picking a node from the drop-down) applies exactly one
-``set_arg`` through the ``apply`` callback the panel gives, which returns the refusal reason or None.
+``argsyntax.parse_value``; Enter, Tab or moving the focus away (or picking a node from the drop-down)
+applies exactly one ``set_arg`` through the ``apply`` callback the panel gives, which returns the
+refusal reason or None. Until then the field shows its text as not applied (amber); Escape puts the
+current value back. Keys reach the combo box itself (the focus widget; its line edit is only a focus
+proxy), so every key is handled there, never only on the inner line edit.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QStringListModel, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QStringListModel, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QComboBox, QCompleter, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QWidget
 
 from fxstudio.qt.properties.style import KEY_WIDTH, key_label, small_button
@@ -24,14 +28,62 @@ CHECK_DELAY_MS = 250
 """Pause in typing after which a parsable value is checked against the document."""
 Apply = Callable[[dict], "str | None"]
 """Applies one edit op dict; returns the refusal reason, or None when it applied."""
+PENDING_TIP = "Not applied yet: press Enter (or Tab) to apply, Escape to put the current value back"
+WINDOW_KEYS = (QKeySequence.StandardKey.Undo, QKeySequence.StandardKey.Redo)
+"""Shortcuts the window owns while a field holds no unapplied text (undo/redo of edits)."""
+FIELD_LETTERS = {Qt.Key_A, Qt.Key_C, Qt.Key_V, Qt.Key_X}
+"""Ctrl+letter keys a field keeps (select all, copy, paste, cut); every other Ctrl+letter (Ctrl+E
+export, Ctrl+I insert, Ctrl+S save, Ctrl+F find…) is the window's even while a field has focus:
+QLineEdit would otherwise take some of them for emacs-style cursor moves (Ctrl+E: end of line)."""
+_APPLY_ON_FOCUS_OUT = (Qt.TabFocusReason, Qt.BacktabFocusReason, Qt.MouseFocusReason,
+                       Qt.ShortcutFocusReason, Qt.OtherFocusReason)
+"""Focus leaving for these reasons applies pending text; a popup or another window does not."""
+
+
+def _is_undo_key(event) -> bool:
+    combo = event.keyCombination()
+    if any(event.matches(k) for k in WINDOW_KEYS):
+        return True
+    return combo.key() == Qt.Key_Y and combo.keyboardModifiers() == Qt.ControlModifier  # Ctrl+Y: redo too
+
+
+def window_owns(event, pending: bool) -> bool:
+    """Whether a shortcut-override ``event`` in a text field belongs to the window's shortcuts:
+    undo/redo unless the field holds unapplied text, and Ctrl+letters a field has no use for."""
+    if _is_undo_key(event):
+        return not pending
+    key = event.key()
+    return (bool(event.modifiers() & Qt.ControlModifier) and Qt.Key_A <= key <= Qt.Key_Z
+            and key not in FIELD_LETTERS)
+
+
+class WindowShortcuts(QObject):
+    """Event filter for a text field: hands the window its shortcuts (``window_owns``);
+    ``pending()`` says whether the field holds unapplied text."""
+
+    def __init__(self, field: QWidget, pending: Callable[[], bool]):
+        super().__init__(field)
+        self._pending = pending
+        field.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
+        """Leave window shortcuts unclaimed, so the window's actions fire."""
+        if event.type() == QEvent.ShortcutOverride and window_owns(event, self._pending()):
+            event.ignore()
+            return True
+        return False
 
 
 class ValueField(QComboBox):
     """An argument value: editable text with live validation and a drop-down of feeder nodes.
 
-    ``submitted(text)`` fires once when Enter is pressed on changed, valid text or when a node is
-    picked from the drop-down; ``refused(message)`` fires when Enter is pressed on invalid text.
-    The drop-down is filled when opened, so showing a node on a 10k-node graph stays cheap.
+    ``submitted(text)`` fires once when Enter is pressed on changed, valid text (or on a default,
+    changed or not), when the focus leaves with changed text (``apply_on_focus_out``) or when a node
+    is picked from the drop-down; ``refused(message)`` fires when that text is invalid. Changed text
+    not applied yet is shown as ``fxsState == "pending"`` (amber) with a tooltip saying so.
+    Ctrl+Z / Ctrl+Shift+Z / Ctrl+Y undo the text being typed while there is unapplied text, and
+    are left to the window's undo/redo otherwise. The drop-down is filled when opened, so showing a
+    node on a 10k-node graph stays cheap.
     """
 
     submitted = Signal(str)
@@ -39,7 +91,8 @@ class ValueField(QComboBox):
     validity_changed = Signal(str)
 
     def __init__(self, text: str, *, validate: Validator, candidates: Candidates | None = None,
-                 default: bool = False, check: Validator | None = None, parent: QWidget | None = None):
+                 default: bool = False, check: Validator | None = None,
+                 apply_on_focus_out: Callable[[], bool] | bool = True, parent: QWidget | None = None):
         super().__init__(parent)
         self.setEditable(True)
         self.setCompleter(None)
@@ -55,22 +108,41 @@ class ValueField(QComboBox):
         self._populated = False
         self._default = default
         self._done = False
+        self._apply_on_focus_out = apply_on_focus_out
         self.message: str | None = None
         self.setEditText(text)
         self.lineEdit().setCursorPosition(0)
         self.lineEdit().textEdited.connect(self._on_edited)
-        self.lineEdit().returnPressed.connect(self._on_return)
+        # No returnPressed hook: Return reaches keyPressEvent whether it was sent to the combo (the
+        # focus widget under a real window system) or to its line edit (which ignores it to us).
         self.activated.connect(self._on_activated)
         self._set_state("default" if default else "")
         if candidates is None:
-            self.setToolTip("Type a value in argument syntax and press Enter")
+            self._hint = "Type a value in argument syntax and press Enter"
         else:
-            self.setToolTip("Type a value (%name for a node) and press Enter, or pick a node from the list")
+            self._hint = "Type a value (%name for a node) and press Enter, or pick a node from the list"
+        self.setToolTip(self._hint)
 
     @property
     def original(self) -> str:
         """The text the field started with (the current value of the argument)."""
         return self._original
+
+    @property
+    def pending(self) -> bool:
+        """Whether the field holds text that differs from the current value (not applied yet)."""
+        return self.currentText().strip() != self._original.strip()
+
+    def applied(self, text: str) -> None:
+        """``text`` is now the argument's value: nothing is pending any more."""
+        self._original = text
+        self.mark(None)
+
+    def revert(self) -> None:
+        """Put the current value back (Escape)."""
+        self.setEditText(self._original)
+        self.lineEdit().setCursorPosition(0)
+        self.mark(None)
 
     def showPopup(self) -> None:  # noqa: N802 - Qt override
         """Fill the list of legal feeder nodes on first opening, then show it."""
@@ -101,8 +173,12 @@ class ValueField(QComboBox):
         if message:
             self._set_state("invalid")
             self.setToolTip(message)
+        elif self.pending:
+            self._set_state("pending")
+            self.setToolTip(PENDING_TIP)
         else:
-            self._set_state("default" if self._default and self.currentText() == self._original else "")
+            self._set_state("default" if self._default else "")
+            self.setToolTip(self._hint)
         self.validity_changed.emit(message or "")
 
     def _set_state(self, state: str) -> None:
@@ -138,15 +214,12 @@ class ValueField(QComboBox):
         if message:
             self.mark(message)
 
-    def _on_return(self) -> None:
-        self._submit(self.currentText())
-
     def _on_activated(self, index: int) -> None:
         if index >= 0:
             self._submit(self.itemText(index))
 
     def _submit(self, text: str) -> None:
-        if self._done:
+        if self._done:  # the edit's redraw can move the focus: no second submission meanwhile
             return
         message = self._validate(text)
         if message:
@@ -159,16 +232,35 @@ class ValueField(QComboBox):
         self.submitted.emit(text)
         self._done = False
 
+    def event(self, event) -> bool:  # noqa: N802 - Qt override
+        """Window shortcuts go to the window (``window_owns``): undo/redo unless there is typed text
+        to undo (QComboBox hands every shortcut-override to its line edit, which would keep Ctrl+Z
+        for its own text, Ctrl+E for end of line…)."""
+        if event.type() == QEvent.ShortcutOverride and window_owns(event, self.pending):
+            event.ignore()
+            return True
+        return super().event(event)
+
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
-        """Escape puts the current value back; Enter was already handled by the line edit."""
-        if event.key() == Qt.Key_Escape and self.currentText() != self._original:
-            self.setEditText(self._original)
-            self.mark(None)
+        """Enter applies, Escape puts the current value back; the rest edits the text."""
+        popup = self.view().isVisible()
+        if event.key() in (Qt.Key_Return, Qt.Key_Enter) and not popup:
+            event.accept()  # QComboBox would hand it to the line edit and back: handled once, here
+            self._submit(self.currentText())
             return
-        if event.key() in (Qt.Key_Return, Qt.Key_Enter):
-            event.accept()  # QComboBox would hand it back to the line edit: a second returnPressed
+        if event.key() == Qt.Key_Escape and not popup and self.pending:
+            event.accept()
+            self.revert()
             return
         super().keyPressEvent(event)
+
+    def focusOutEvent(self, event) -> None:  # noqa: N802 - Qt override
+        """Leaving the field (Tab, a click elsewhere) applies changed text, as Enter would."""
+        super().focusOutEvent(event)
+        wanted = self._apply_on_focus_out() if callable(self._apply_on_focus_out) else self._apply_on_focus_out
+        if (wanted and event.reason() in _APPLY_ON_FOCUS_OUT and self.pending and not self._done
+                and self.isVisible() and not self.view().isVisible()):
+            self._submit(self.currentText())
 
 
 class ArgumentRows(QWidget):
@@ -231,6 +323,8 @@ class ArgumentRows(QWidget):
         message = self._apply(edit)
         if message:
             field.mark(message)
+        elif "value" in edit:
+            field.applied(edit["value"])
 
 
 class AddKeywordRow(QWidget):
@@ -247,6 +341,7 @@ class AddKeywordRow(QWidget):
         layout.setContentsMargins(0, 4, 0, 0)
         layout.setSpacing(4)
         self.name = QLineEdit()
+        WindowShortcuts(self.name, lambda: bool(self.name.text()))
         self.name.setPlaceholderText("keyword")
         self.name.setFixedWidth(KEY_WIDTH)
         if keywords:
@@ -254,7 +349,10 @@ class AddKeywordRow(QWidget):
             completer.setCaseSensitivity(Qt.CaseInsensitive)
             self.name.setCompleter(completer)
             self.name.setToolTip("Keywords this target accepts: " + ", ".join(keywords))
-        self.value = ValueField("", validate=validate, candidates=candidates)
+        # Moving on from the value adds the keyword only once it has a name: Shift+Tab back to fix
+        # the name must not add anything.
+        self.value = ValueField("", validate=validate, candidates=candidates,
+                                apply_on_focus_out=lambda: self.name.text().strip().isidentifier())
         self.value.lineEdit().setPlaceholderText("value")
         self.add_button = small_button("+", "Add this keyword argument")
         layout.addWidget(self.name)
@@ -283,3 +381,6 @@ class AddKeywordRow(QWidget):
         message = self._apply({"op": "set_arg", "node": self._node, "key": key, "value": value})
         if message:
             self.value.mark(message)
+        else:
+            self.name.clear()
+            self.value.applied("")

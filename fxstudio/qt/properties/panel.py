@@ -13,13 +13,13 @@ from typing import Any
 import torch.fx
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
-    QFormLayout, QHBoxLayout, QLabel, QLineEdit, QScrollArea, QToolButton, QVBoxLayout, QWidget,
+    QApplication, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QScrollArea, QToolButton, QVBoxLayout, QWidget,
 )
 
 from fxstudio.core.argsyntax import format_value, parse_value
 from fxstudio.core.errors import FxStudioError
 from fxstudio.core.target_catalog import targets_for
-from fxstudio.qt.properties.arg_editor import AddKeywordRow, ArgumentRows
+from fxstudio.qt.properties.arg_editor import AddKeywordRow, ArgumentRows, WindowShortcuts
 from fxstudio.qt.properties.node_info import (
     feeder_names, format_target_text, module_repr, shape_of, validate_target,
 )
@@ -132,6 +132,10 @@ class PropertiesPanel(QWidget):
     def refresh(self) -> None:
         """Redraw from the current selection and document."""
         self._stale = False
+        focused = QApplication.focusWidget()
+        if (self._focus_key is None and focused is not None and self.isAncestorOf(focused)
+                and self.selection.current() == self.node_id):
+            self._focus_key = self._key_of_focus()  # an undo from a field keeps the focus in it
         self.node_id = self.selection.current()
         node = self.current_node()
         self.fields = {}
@@ -184,6 +188,8 @@ class PropertiesPanel(QWidget):
                 lambda text, name=node.name: self._apply_from(
                     self.target_field, {"op": "set_target", "node": name, "target": text}, _TARGET))
             self.target_field.refused.connect(self.edit_refused.emit)
+            original_target = self.target_field.text()
+            WindowShortcuts(self.target_field, lambda f=self.target_field, t=original_target: f.text() != t)
             form.addRow(key_label("target"), self.target_field)
         shape = shape_of(node)
         if shape:
@@ -231,6 +237,7 @@ class PropertiesPanel(QWidget):
         self.name_field = QLineEdit(node.name)
         self.name_field.setObjectName("fxsNameField")
         self.name_field.setToolTip("Type a new name and press Enter to rename the node")
+        WindowShortcuts(self.name_field, lambda f=self.name_field, n=node.name: f.text() != n)
         if node.op == "output":
             self.name_field.setReadOnly(True)
         self.name_field.returnPressed.connect(lambda: self._rename(node.name))

@@ -23,7 +23,13 @@ from fxstudio.core.metadata import normalized_arguments
 
 @dataclass
 class ParamView:
-    """Parameter names of the node's positional args, keyword names it may take, and unused defaults."""
+    """Labels of the node's positional args, keyword names it may take, and unused defaults.
+
+    Every name shown is a key an edit script accepts: ``positional_names[i]`` is the parameter's
+    name where it may also be passed as a keyword, ``[i] name`` for a positional-only parameter
+    (``operator.mul``'s ``a``, ``b``: the script's key is the position ``i``), or None when unknown.
+    ``defaults`` and ``keywords`` hold only parameters that can be passed by keyword.
+    """
 
     positional_names: list[str | None] = field(default_factory=list)
     defaults: list[tuple[str, Any]] = field(default_factory=list)
@@ -109,12 +115,25 @@ def parameter_view(node: torch.fx.Node, root: torch.nn.Module | None) -> ParamVi
     keys = list(normalized)
     if len(keys) < len(node.args) or any(isinstance(normalized[k], tuple) and k == "args" for k in keys):
         return view
-    view.positional_names = keys[: len(node.args)]
-    view.defaults = [(k, normalized[k]) for k in keys[len(node.args):] if k not in node.kwargs]
+    only = _positional_only(node, root)
+    view.positional_names = [position_label(i, k) if k in only else k for i, k in enumerate(keys[: len(node.args)])]
+    view.defaults = [(k, normalized[k]) for k in keys[len(node.args):] if k not in node.kwargs and k not in only]
     view.keywords = [k for k in view.keywords if k not in node.kwargs] or \
         [k for k, _ in view.defaults]
     view.note = ""
     return view
+
+
+def position_label(index: int, name: str) -> str:
+    """The label of a positional-only argument: visibly a position (``[1] b``), since a script
+    sets it with the int key ``1``, never with ``"b"``."""
+    return f"[{index}] {name}"
+
+
+def _positional_only(node: torch.fx.Node, root: torch.nn.Module | None) -> set[str]:
+    """Names that some candidate signature of the node's callee declares positional-only."""
+    return {p.name for sig in _candidate_signatures(node, root) for p in sig.parameters.values()
+            if p.kind is inspect.Parameter.POSITIONAL_ONLY}
 
 
 def _signature_view(node: torch.fx.Node, root: torch.nn.Module | None) -> ParamView:
@@ -130,15 +149,17 @@ def _signature_view(node: torch.fx.Node, root: torch.nn.Module | None) -> ParamV
         return view
     first = list(bound[0].parameters.values())
     for i in range(len(node.args)):
-        names = set()
+        names, only = set(), False
         for sig in bound:
             params = [p for p in sig.parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
             names.add(params[i].name if i < len(params) else None)
+            only = only or (i < len(params) and params[i].kind is inspect.Parameter.POSITIONAL_ONLY)
         if len(names) == 1:
-            view.positional_names[i] = names.pop()
+            name = names.pop()
+            view.positional_names[i] = position_label(i, name) if only and name else name
     given = set(node.kwargs)
     for i, p in enumerate(first):
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.default is inspect.Parameter.empty:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) or p.default is inspect.Parameter.empty:
             continue
         if p.name in given or p.name in view.positional_names:
             continue

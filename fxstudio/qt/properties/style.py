@@ -56,6 +56,9 @@ QLabel#fxsShape { color: #37474f; font-family: "DejaVu Sans Mono", monospace; fo
 #fxsProperties QLineEdit[fxsState="invalid"], #fxsProperties QComboBox[fxsState="invalid"] {
     border: 1px solid #e53935; background: #fff5f5;
 }
+#fxsProperties QLineEdit[fxsState="pending"], #fxsProperties QComboBox[fxsState="pending"] {
+    border: 1px solid #f59e0b; background: #fffbeb;
+}
 #fxsProperties QLineEdit[fxsState="default"], #fxsProperties QComboBox[fxsState="default"] {
     color: #9aa5ad; background: #fafbfc; font-style: italic;
 }

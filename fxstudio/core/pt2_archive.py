@@ -1,0 +1,367 @@
+"""Opening a ``torch.export`` archive (``.pt2``) without running anything it contains.
+
+``torch.export.load`` trusts the archive: it unpickles weights and constants marked ``use_pickle``
+with ``weights_only=False``, falls back to a full unpickle for sample inputs, unpickles opaque
+constants with ``pickle.loads``, passes symbolic-shape strings to ``sympy.sympify`` (which
+``eval``s them), ``exec``s the program's ``guards_code`` in ``ep.module()``, loads AOTInductor
+shared libraries, and lets ``torch.fx`` write parameter paths into code. Without ``trust`` this
+module reads the archive's JSON itself, checks every name and expression before torch sees it,
+loads each pickled payload with ``weights_only=True`` (or refuses, naming ``--trust``), and only then
+hands the checked pieces to torch's deserializer. With ``trust`` it is ``torch.export.load``.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fxstudio.core.code_names import is_attribute_path, shown
+from fxstudio.core.errors import LoadError
+
+TRUST_HINT = "if you trust the file, open it with --trust"
+MODEL_NAME = "model"  # the program torch.export.load returns
+
+# JSON keys of the serialized program whose string values become names in a graph (and so code).
+_NAME_KEYS = {"name", "as_name", "user_input_name"}
+_PATH_KEYS = {"parameter_name", "buffer_name", "tensor_constant_name", "custom_obj_name"}
+_NAME_MAP_KEYS = {"tensor_values", "sym_int_values", "sym_bool_values", "sym_float_values", "custom_obj_values"}
+_TARGET = re.compile(r"(?:#[A-Za-z0-9_.]+:)?[A-Za-z_][A-Za-z0-9_.]*\Z")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+# Callables a symbolic-shape expression may name (sympy's and torch.utils._sympy.functions').
+_SYMPY_CALLS = {
+    "Symbol", "Integer", "Float", "Rational", "Add", "Mul", "Pow", "Max", "Min", "Abs", "Mod", "Eq", "Ne",
+    "Lt", "Le", "Gt", "Ge", "StrictLessThan", "StrictGreaterThan", "LessThan", "GreaterThan", "Equality",
+    "Unequality", "And", "Or", "Not", "Xor", "ITE", "Piecewise", "floor", "ceiling", "sqrt", "Tuple",
+    "FloorDiv", "ModularIndexing", "Where", "PythonMod", "CleanDiv", "CeilToInt", "FloorToInt", "CeilDiv",
+    "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv", "IntTrueDiv",
+    "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt", "RoundToInt", "RoundDecimal",
+    "ToFloat", "Identity", "BitwiseFn_bitwise_and", "BitwiseFn_bitwise_or", "OpaqueUnaryFn_sqrt",
+    "OpaqueUnaryFn_exp", "OpaqueUnaryFn_log", "OpaqueUnaryFn_cos", "OpaqueUnaryFn_sin", "Sum",
+}
+# What input guards (exec'd by ep.module()) may call: tensor size queries and a few functions.
+_GUARD_METHODS = {"size", "stride", "storage_offset", "dim", "numel"}
+_GUARD_CALLS = {"IsNonOverlappingAndDenseIndicator", "cast_symbool_to_symint_guardless", "int", "float",
+                "abs", "min", "max", "bool"}
+_GUARD_MATH = {"floor", "ceil", "trunc", "sqrt", "log2", "log", "exp"}
+_MAX_EXPANSION = 16  # unpacked size / archive size above which an archive is refused
+_OPERATORS = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
+
+
+class UnsafeArchive(LoadError):
+    """A ``.pt2`` archive that holds code or names that would become code (exit 2)."""
+
+
+def load_archive(path: Path, *, trust: bool) -> tuple[Any, list[str]]:
+    """(``ExportedProgram``, notes) of the archive at ``path``; ``LoadError`` for any bad archive."""
+    if not zipfile.is_zipfile(path):
+        raise LoadError(
+            f"{path}: not a torch.export archive (the file is not a zip archive; it may be truncated or "
+            "not a .pt2 file). Save one with torch.export.save(torch.export.export(model, inputs), path)."
+        )
+    if trust:
+        return _torch_load(path), ["loaded with torch.export.load (--trust): the archive's code was allowed to run"]
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(f"{path}: cannot read the file ({exc.strerror}).") from None
+    try:
+        return _SafeReader(path, data).program()
+    except LoadError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any other malformed part: one line, not a traceback
+        raise LoadError(
+            f"{path}: this archive is damaged or not a torch.export archive ({type(exc).__name__}: {_first_line(exc)})."
+        ) from None
+
+
+def _torch_load(path: Path):
+    try:
+        return torch.export.load(path)
+    except Exception as exc:  # noqa: BLE001 - corrupt archives raise many types
+        raise LoadError(
+            f"{path}: torch.export.load could not read this archive ({type(exc).__name__}: {_first_line(exc)}). "
+            "It may be truncated, or saved by an incompatible torch version."
+        ) from None
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0][:300] if lines else ""
+
+
+class _SafeReader:
+    """One untrusted archive, read piece by piece (see the module docstring)."""
+
+    def __init__(self, path: Path, data: bytes):
+        self.path = path
+        self.data = data
+        self.notes: list[str] = []
+
+    def refuse(self, what: str) -> UnsafeArchive:
+        """The error for an archive part that only a trusted load may read (``needs_trust``)."""
+        error = UnsafeArchive(f"{self.path}: {what}; fxstudio does not run code from an archive ({TRUST_HINT}).")
+        error.needs_trust = True
+        return error
+
+    def program(self):
+        """The checked ``ExportedProgram`` and the notes on what was left out."""
+        from torch.export.pt2_archive import constants as C
+
+        records = self._record_names()
+        if C.ARCHIVE_FORMAT_PATH not in records:
+            raise self.refuse("this archive is in torch's pre-2.7 .pt2 format, which torch reads by unpickling it "
+                              "(that can run code)")
+        reader = self._reader()
+        if reader.read_string(C.ARCHIVE_VERSION_PATH) != C.ARCHIVE_VERSION_VALUE:
+            raise LoadError(f"{self.path}: this archive was saved by an incompatible torch version "
+                            f"(archive version {shown(reader.read_string(C.ARCHIVE_VERSION_PATH))}).")
+        model_file = C.MODELS_FILENAME_FORMAT.format(MODEL_NAME)
+        if model_file not in records:
+            raise LoadError(f"{self.path}: the archive holds no exported program named '{MODEL_NAME}'.")
+        if any(r.startswith(C.AOTINDUCTOR_DIR) for r in records):
+            self.notes.append("the archive's AOTInductor compiled code was not loaded (it is code, not data)")
+        model_bytes = reader.read_bytes(model_file)
+        try:
+            model_json = json.loads(model_bytes)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise LoadError(f"{self.path}: {model_file} is not valid JSON ({exc}).") from None
+        self._check_program(model_json)
+        state_dict = self._payloads(reader, records, "weights", C.WEIGHTS_DIR, C.WEIGHTS_CONFIG_FILENAME_FORMAT)
+        constants = self._payloads(reader, records, "constants", C.CONSTANTS_DIR, C.CONSTANTS_CONFIG_FILENAME_FORMAT)
+        inputs_file = C.SAMPLE_INPUTS_FILENAME_FORMAT.format(MODEL_NAME)
+        sample = self._sample_inputs(reader.read_bytes(inputs_file) if inputs_file in records else b"")
+        return self._deserialize(model_bytes, state_dict, constants, sample), self.notes
+
+    # -- the container ---------------------------------------------------------------------------
+
+    def _record_names(self) -> set[str]:
+        """Record names as torch's reader sees them (without the archive's top-level folder)."""
+        try:
+            with zipfile.ZipFile(io.BytesIO(self.data)) as zf:
+                infos = zf.infolist()
+        except (zipfile.BadZipFile, ValueError, OSError) as exc:
+            raise LoadError(f"{self.path}: not a readable zip archive ({exc}).") from None
+        names = [i.filename for i in infos]
+        unpacked = sum(i.file_size for i in infos)
+        if unpacked > max(_MAX_EXPANSION * len(self.data), 1 << 24):  # torch stores records uncompressed
+            raise LoadError(f"{self.path}: the archive unpacks to {unpacked} bytes from {len(self.data)}; "
+                            "refusing what looks like a zip bomb.")
+        tops = {n.split("/", 1)[0] for n in names}
+        if len(tops) != 1 or any("/" not in n for n in names):
+            raise LoadError(f"{self.path}: not a torch.export archive (its files do not sit in one top folder).")
+        return {n.split("/", 1)[1] for n in names}
+
+    def _reader(self):
+        from torch.export.pt2_archive._package import PT2ArchiveReader
+
+        try:
+            return PT2ArchiveReader(io.BytesIO(self.data))
+        except Exception as exc:  # noqa: BLE001 - torch's zip reader raises RuntimeError/AssertionError
+            raise LoadError(f"{self.path}: torch cannot read this archive ({type(exc).__name__}: {_first_line(exc)}).") from None
+
+    # -- the program's JSON ----------------------------------------------------------------------
+
+    def _check_program(self, program: Any) -> None:
+        """Refuse names that are not identifier paths, expressions outside the sympy subset, unsafe guards."""
+        if not isinstance(program, dict):
+            raise LoadError(f"{self.path}: the program is not a JSON object.")
+        self._walk(program, "program")
+        guards = program.get("guards_code") or []
+        if not isinstance(guards, list):
+            raise LoadError(f"{self.path}: guards_code is not a list.")
+        for guard in guards:
+            if not isinstance(guard, str) or not _safe_guard(guard):
+                raise self.refuse(f"the input guard {shown(guard)} is not a plain size check (torch would exec it)")
+
+    def _walk(self, value: Any, where: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in _NAME_KEYS and isinstance(item, str) and item:  # "" occurs (unnamed HOP outputs)
+                    self._check_name(item, key)
+                elif key in _NAME_MAP_KEYS and isinstance(item, dict):
+                    for name in item:
+                        self._check_name(name, key)
+                elif key == "fqn" and isinstance(item, str) and item:
+                    self._check_path(item, "submodule path")
+                elif key == "forward_arg_names" and isinstance(item, list):
+                    for name in item:
+                        self._check_name(name, "forward argument")
+                elif key == "target" and isinstance(item, str) and not _TARGET.match(item):
+                    raise self.refuse(f"node target {shown(item)} is not an operator name")
+                elif key == "expr_str" and isinstance(item, str) and not _safe_sympy(item):
+                    raise self.refuse(f"the shape expression {shown(item)} is not a plain sympy expression "
+                                      "(torch would eval it)")
+                elif key in _PATH_KEYS and isinstance(item, str):
+                    self._check_path(item, key.replace("_", " "))
+                if key not in ("metadata", "stack_trace"):
+                    self._walk(item, key)
+        elif isinstance(value, list):
+            for item in value:
+                self._walk(item, where)
+
+    def _check_name(self, name: Any, what: str) -> None:
+        if not isinstance(name, str) or not _IDENT.match(name):
+            raise UnsafeArchive(f"{self.path}: {what.replace('_', ' ')} {shown(name)} in the archive is not a Python "
+                                "identifier; refusing a name that would become code.")
+
+    def _check_path(self, name: Any, what: str) -> None:
+        if not is_attribute_path(name, keywords=True):
+            raise UnsafeArchive(f"{self.path}: {what} {shown(name)} in the archive is not an attribute path "
+                                "(identifiers joined by dots); refusing a name that would become code.")
+
+    # -- weights, constants, sample inputs --------------------------------------------------------
+
+    def _payloads(self, reader, records: set[str], kind: str, directory: str, config_format: str) -> dict:
+        """Weights or constants by name: raw tensors as torch reads them, pickled ones with weights_only=True."""
+        from torch.export.pt2_archive import constants as C
+        from torch.export.pt2_archive._package import _build_file_map, _load_payload_config
+        from torch._export.serde.serialize import deserialize_size, deserialize_storage_offset, deserialize_stride
+
+        legacy = f"{directory}{MODEL_NAME}.pt"
+        if legacy in records:
+            found = self._safe_unpickle(reader.read_bytes(legacy), f"the {kind} file {legacy}")
+            if not isinstance(found, dict):
+                raise LoadError(f"{self.path}: the {kind} file {legacy} does not hold a dict of tensors.")
+            self._check_keys(found, kind)
+            return found
+        config_file = config_format.format(MODEL_NAME)
+        if config_file not in records:
+            raise LoadError(f"{self.path}: the archive has no {kind} configuration ({config_file}).")
+        try:
+            raw_config = json.loads(reader.read_bytes(config_file))
+            config = _load_payload_config(reader, config_file)
+        except Exception as exc:  # noqa: BLE001 - malformed JSON or schema
+            raise LoadError(f"{self.path}: the {kind} configuration is malformed ({type(exc).__name__}: {_first_line(exc)}).") from None
+        self._check_keys(raw_config.get("config", {}), kind)
+        plain = type(config)(config={k: m for k, m in config.config.items() if not m.use_pickle})
+        try:
+            files = _build_file_map(reader, plain, directory)
+        except Exception as exc:  # noqa: BLE001 - sizes that do not match their records, missing records
+            raise LoadError(f"{self.path}: the archive's {kind} are damaged ({type(exc).__name__}: {_first_line(exc)}).") from None
+        out: dict[str, Any] = {}
+        for fqn, meta in config.config.items():
+            name = meta.path_name
+            if kind == "constants" and not name.startswith(C.TENSOR_CONSTANT_FILENAME_PREFIX):
+                raise self.refuse(f"constant {shown(fqn)} is a pickled Python object, not a tensor")
+            if meta.use_pickle:
+                value = self._safe_unpickle(reader.read_bytes(f"{directory}{name}"), f"the pickled {kind[:-1]} {shown(fqn)}")
+                if not isinstance(value, torch.Tensor):
+                    raise LoadError(f"{self.path}: the pickled {kind[:-1]} {shown(fqn)} is a {type(value).__name__}, not a tensor.")
+                out[fqn] = value
+                continue
+            if meta.tensor_meta is None:
+                raise LoadError(f"{self.path}: {kind[:-1]} {shown(fqn)} has no tensor metadata.")
+            tm = meta.tensor_meta
+            try:
+                tensor = torch.as_strided(files[name], size=deserialize_size(tm.sizes), stride=deserialize_stride(tm.strides),
+                                          storage_offset=deserialize_storage_offset(tm.storage_offset))
+            except Exception as exc:  # noqa: BLE001 - strides past the stored bytes
+                raise LoadError(f"{self.path}: {kind[:-1]} {shown(fqn)} does not fit its stored bytes ({_first_line(exc)}).") from None
+            out[fqn] = torch.nn.Parameter(tensor, requires_grad=tm.requires_grad) if meta.is_param else tensor
+        return out
+
+    def _check_keys(self, mapping: Any, kind: str) -> None:
+        if not isinstance(mapping, dict):
+            raise LoadError(f"{self.path}: the {kind} configuration is not a JSON object.")
+        for key in mapping:
+            self._check_path(key, f"{kind[:-1]} name")
+
+    def _sample_inputs(self, data: bytes):
+        """The program's stored example inputs, read with weights_only=True (None when there are none)."""
+        if not data:
+            return None
+        found = self._safe_unpickle(data, "the stored example inputs")
+        if not isinstance(found, tuple):
+            raise LoadError(f"{self.path}: the stored example inputs are a {type(found).__name__}, not a tuple.")
+        return found
+
+    def _safe_unpickle(self, data: bytes, what: str):
+        try:
+            return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        except Exception as exc:  # noqa: BLE001 - UnpicklingError for disallowed globals, others for damage
+            if isinstance(exc, __import__("pickle").UnpicklingError):
+                raise self.refuse(f"{what} needs a full unpickle (weights_only=True will not rebuild its Python objects)") from None
+            raise LoadError(f"{self.path}: {what} cannot be read ({type(exc).__name__}: {_first_line(exc)}).") from None
+
+    def _deserialize(self, model_bytes: bytes, state_dict: dict, constants: dict, sample):
+        from torch._export.serde import schema
+        from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
+
+        try:
+            serialized = _bytes_to_dataclass(schema.ExportedProgram, model_bytes)
+            return ExportedProgramDeserializer(None).deserialize(serialized, state_dict, constants, sample)
+        except Exception as exc:  # noqa: BLE001 - a damaged or incompatible program
+            raise LoadError(
+                f"{self.path}: torch could not rebuild the exported program ({type(exc).__name__}: {_first_line(exc)}). "
+                "It may be damaged, or saved by an incompatible torch version."
+            ) from None
+
+
+def _safe_sympy(text: str) -> bool:
+    """Whether ``text`` is a sympy expression of numbers, symbol names and known functions only."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in _SYMPY_CALLS:
+                return False
+        elif isinstance(node, ast.Name):
+            if node.id.startswith("_"):
+                return False
+        elif isinstance(node, ast.keyword):
+            if node.arg is None or not isinstance(node.value, ast.Constant):
+                return False
+        elif isinstance(node, ast.Constant):
+            if not _plain_constant(node.value):
+                return False
+        elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp) + _OPERATORS):
+            return False
+    return True
+
+
+def _safe_guard(text: str) -> bool:
+    """Whether an input guard only compares sizes of ``L['input']`` tensors (it is exec'd by torch)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            ok = (isinstance(func, ast.Name) and func.id in _GUARD_CALLS) or (
+                isinstance(func, ast.Attribute) and (
+                    func.attr in _GUARD_METHODS
+                    or (func.attr in _GUARD_MATH and isinstance(func.value, ast.Name) and func.value.id == "math")
+                )
+            )
+            if not ok or node.keywords:
+                return False
+        elif isinstance(node, ast.Attribute):
+            if node.attr not in _GUARD_METHODS | _GUARD_MATH:
+                return False
+        elif isinstance(node, ast.Name):
+            if node.id not in _GUARD_CALLS | {"L", "math"}:
+                return False
+        elif isinstance(node, ast.Constant):
+            if not _plain_constant(node.value):
+                return False
+        elif not isinstance(node, (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.Subscript) + _OPERATORS):
+            return False
+    return True
+
+
+def _plain_constant(value: Any) -> bool:
+    """Numbers, booleans, None, and strings that are identifiers (symbol and input names)."""
+    if isinstance(value, str):
+        return bool(_IDENT.match(value))
+    return value is None or isinstance(value, (bool, int, float))
