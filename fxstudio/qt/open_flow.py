@@ -265,10 +265,13 @@ class OpenFlow(QObject):
         self.opened.emit(doc)
 
     def _retry_with_trust(self, spec, path, options, edits, exc, origin, *, sync: bool) -> bool:
-        """Ask what the core needs to finish this load (trust for a pickle, input shapes) and retry."""
+        """Ask what the core needs to finish this load (trust for a pickle or an archive that holds code,
+        input shapes) and retry; never in a ``sync`` load (``--screenshot``: nobody to answer)."""
         pickle_trust = path.suffix in (".pt", ".pth") and "--trust" in str(exc)
         archive_trust = path.suffix == ".pt2" and getattr(exc, "needs_trust", False)
-        needs_trust = isinstance(exc, LoadError) and not options.get("trust") and (pickle_trust or archive_trust)
+        # --screenshot (sync) has nobody to answer a question: the refusal is its answer, one line, exit 2.
+        needs_trust = (isinstance(exc, LoadError) and not options.get("trust") and not sync
+                       and (pickle_trust or archive_trust))
         needs_inputs = isinstance(exc, LoadError) and "--input-shape" in str(exc) and not sync
         if needs_inputs:
             shapes = open_dialogs.ask_input_shapes(self.window, path, str(exc))

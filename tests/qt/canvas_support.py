@@ -37,6 +37,23 @@ def open_canvas(qtbot, name: str = "residual_cnn.py", size=(1000, 760)):
     return canvas, doc, selection, refusals
 
 
+def synthetic_canvas(qtbot, kind: str, nodes: int, size=(1280, 800)):
+    """(canvas, graph module) for a shown ``GraphCanvas`` on a generated graph of ``nodes`` nodes
+    (``fxstudio.core.synthetic``), without a Document."""
+    from fxstudio.core import synthetic
+    from fxstudio.core.layout import compute_layout
+
+    gm = synthetic.as_graph_module(synthetic.make_graph(kind, nodes))
+    ids = {node: i for i, node in enumerate(gm.graph.nodes)}
+    canvas = GraphCanvas(SelectionModel())
+    qtbot.addWidget(canvas)
+    canvas.resize(*size)
+    canvas.show()
+    qtbot.waitExposed(canvas)
+    canvas.canvas_scene.show_graph(gm, compute_layout(gm.graph), ids.__getitem__)
+    return canvas, gm
+
+
 def focus(canvas: GraphCanvas, name: str, zoom: float = 1.0) -> None:
     """Zoom to ``zoom`` and centre the view on the card of node ``name``."""
     canvas.zoom_by(zoom / canvas.zoom())

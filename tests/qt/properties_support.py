@@ -83,3 +83,26 @@ def pick_from_dropdown(qtbot, combo, text: str) -> None:
 def list_items(list_widget) -> list[str]:
     """Texts of the visible items of a QListWidget."""
     return [list_widget.item(i).text() for i in range(list_widget.count()) if not list_widget.item(i).isHidden()]
+
+
+def actions_host(qtbot, example: str, node: str | None):
+    """A shown, active host window carrying the structure actions, on an example document with
+    ``node`` selected; returns (doc, selection, actions, host)."""
+    from PySide6.QtWidgets import QWidget
+
+    from fxstudio.qt.actions import StructureActions
+    from fxstudio.qt.selection import SelectionModel
+
+    doc = open_doc(example)
+    selection = SelectionModel()
+    host = QWidget()
+    qtbot.addWidget(host)
+    actions = StructureActions(lambda: doc, selection, host)
+    host.addActions(actions.actions())
+    host.resize(300, 200)
+    host.show()
+    host.activateWindow()  # shortcuts reach the active window only
+    qtbot.waitUntil(host.isActiveWindow, timeout=3000)
+    if node is not None:
+        select(selection, doc, node)
+    return doc, selection, actions, host

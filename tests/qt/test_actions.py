@@ -6,11 +6,8 @@ import pytest
 import torch
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QWidget
 
-from fxstudio.qt.actions import StructureActions
-from fxstudio.qt.selection import SelectionModel
-from tests.qt.properties_support import list_items, open_doc, replace_text, run, select
+from tests.qt.properties_support import actions_host, list_items, replace_text, run, select
 
 
 @pytest.fixture
@@ -18,19 +15,7 @@ def actions_for(qtbot):
     """Factory: a shown host window carrying the actions, on an example with one node selected."""
 
     def make(example: str, node: str | None):
-        doc = open_doc(example)
-        selection = SelectionModel()
-        host = QWidget()
-        qtbot.addWidget(host)
-        actions = StructureActions(lambda: doc, selection, host)
-        host.addActions(actions.actions())
-        host.resize(300, 200)
-        host.show()
-        host.activateWindow()  # shortcuts reach the active window only
-        qtbot.waitUntil(host.isActiveWindow, timeout=3000)
-        if node is not None:
-            select(selection, doc, node)
-        return doc, selection, actions, host
+        return actions_host(qtbot, example, node)
 
     return make
 

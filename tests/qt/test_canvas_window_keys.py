@@ -17,6 +17,7 @@ from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.view import CANVAS_KEYS, MIN_READABLE_ZOOM, PORT_HINT
 from fxstudio.qt.properties.arg_editor import ValueField
 from fxstudio.resources import EXAMPLES_DIR
+from tests.qt.canvas_support import synthetic_canvas
 from tests.qt.canvas_support import empty_spot, visible_rect
 
 
@@ -311,20 +312,8 @@ def test_a_long_name_takes_the_narrow_title_font_before_it_is_elided_in_the_midd
 
 
 def test_fit_of_a_graph_too_wide_to_read_whole_keeps_names_legible_and_shows_the_inputs(qtbot):
-    from fxstudio.core import synthetic
-    from fxstudio.core.layout import compute_layout
-    from fxstudio.qt.canvas import GraphCanvas
-    from fxstudio.qt.selection import SelectionModel
-
-    gm = synthetic.as_graph_module(synthetic.make_graph("skip_chain", 1500))
-    ids = {node: i for i, node in enumerate(gm.graph.nodes)}
-    canvas = GraphCanvas(SelectionModel())
-    qtbot.addWidget(canvas)
-    canvas.resize(1000, 700)
-    canvas.show()
-    qtbot.waitExposed(canvas)
+    canvas, gm = synthetic_canvas(qtbot, "skip_chain", 1500, size=(1000, 700))
     scene = canvas.canvas_scene
-    scene.show_graph(gm, compute_layout(gm.graph), ids.__getitem__)
     x0, _, x1, _ = scene.bounds
     assert (x1 - x0) * MIN_READABLE_ZOOM > canvas.viewport().width()   # too wide to read whole
     canvas.fit()

@@ -6,24 +6,14 @@ from __future__ import annotations
 import torch
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QWidget
 
 from fxstudio.core.document import replay
 from fxstudio.core.edit_script import load_script, save_script
-from fxstudio.qt.actions import StructureActions
-from fxstudio.qt.selection import SelectionModel
-from tests.qt.properties_support import open_doc, run, select
+from tests.qt.properties_support import actions_host, run
 
 
 def _insert_after(qtbot, example: str, node: str, target: str, reroute: bool):
-    doc = open_doc(example)
-    selection = SelectionModel()
-    host = QWidget()
-    qtbot.addWidget(host)
-    actions = StructureActions(lambda: doc, selection, host)
-    host.addActions(actions.actions())
-    host.show()
-    select(selection, doc, node)
+    doc, _, actions, _ = actions_host(qtbot, example, node)
     actions.insert_after.trigger()
     dialog = actions.dialog
     assert dialog.reroute.isChecked()  # the window's default

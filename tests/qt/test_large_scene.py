@@ -11,23 +11,13 @@ from __future__ import annotations
 from PySide6.QtGui import QColor, QImage, QPainter
 from PySide6.QtWidgets import QStyleOptionGraphicsItem
 
-from fxstudio.core import synthetic
-from fxstudio.core.layout import compute_layout
-from fxstudio.qt.canvas import GraphCanvas
 from fxstudio.qt.canvas import style as st
-from fxstudio.qt.selection import SelectionModel
+from tests.qt.canvas_support import synthetic_canvas
 
 
 def test_a_scene_of_3000_nodes_builds_and_paints_every_item(qtbot):
-    gm = synthetic.as_graph_module(synthetic.make_graph("transformer", 3100))
-    ids = {node: i for i, node in enumerate(gm.graph.nodes)}
-    canvas = GraphCanvas(SelectionModel())
-    qtbot.addWidget(canvas)
-    canvas.resize(1280, 800)
-    canvas.show()
-    qtbot.waitExposed(canvas)
+    canvas, gm = synthetic_canvas(qtbot, "transformer", 3100)
     scene = canvas.canvas_scene
-    scene.show_graph(gm, compute_layout(gm.graph), ids.__getitem__)
     assert len(scene.cards) >= 3000 and len(scene.edges) >= 3000 and scene.frames
     canvas.fit()
     # The whole graph at once is drawn as the overview, in op colours.

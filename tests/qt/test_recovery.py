@@ -12,13 +12,12 @@ import sys
 import time
 
 import pytest
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox
 from window_support import LOAD_TIMEOUT_MS, isolated, make_window, open_and_wait, user_copy  # noqa: F401
 
 from fxstudio.core import journal
 from fxstudio.qt.launch import start_window
 from fxstudio.qt.recovery import offer_recovery
+from tests.security.dialog_answers import click_through, stop_answering
 
 EDITS = [
     {"op": "set_arg", "node": "mul", "key": 1, "value": "10"},
@@ -26,39 +25,11 @@ EDITS = [
 ]
 
 
-_generation = [0]
-
-
 @pytest.fixture(autouse=True)
 def _stop_answering():
     """No dialog answerer outlives its test (it would click the next test's dialogs)."""
     yield
-    _generation[0] += 1
-
-
-def click_through(answers: list[str], seen: list) -> None:
-    """Answer the next modal message boxes in turn by clicking the buttons named in ``answers``,
-    as a user would; each box's text goes to ``seen``."""
-    pending = list(answers)
-    deadline = time.monotonic() + 60
-    _generation[0] += 1
-    mine = _generation[0]
-
-    def poll():
-        if _generation[0] != mine:
-            return  # a later test (or step) answers from now on
-        box = QApplication.activeModalWidget()
-        if isinstance(box, QMessageBox) and box.isVisible():
-            seen.append(box.windowTitle() + "\n" + box.text() + "\n" + box.informativeText())
-            if not pending:  # a question the test did not expect: fail, do not hang
-                seen.append("UNEXPECTED")
-                box.reject()
-                return
-            want = pending.pop(0)
-            next(b for b in box.buttons() if b.text().replace("&", "") == want).click()
-        if time.monotonic() < deadline:
-            QTimer.singleShot(50, poll)
-    QTimer.singleShot(50, poll)
+    stop_answering()
 
 
 def dead_journal(model, edits, *, labels=None, groups=None, options=None, name="m_py-0-dead.json", **fields):

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox
 
 from fxstudio.core import journal
 from fxstudio.resources import EXAMPLES_DIR
+from tests.security.dialog_answers import click_through, stop_answering
 
 FXSTUDIO = Path(sys.executable).parent / "fxstudio"
 
@@ -105,39 +104,11 @@ def test_malformed_journals_are_moved_aside_and_named_headless(hostile, env):
     assert "journal" not in again.stderr
 
 
-_generation = [0]
-
-
 @pytest.fixture(autouse=True)
 def _stop_answering():
     """No dialog answerer outlives its test (it would click the next test's dialogs)."""
     yield
-    _generation[0] += 1
-
-
-def _answer(answers: list[str], seen: list[str]) -> None:
-    """Click through the next modal message boxes as a user would (buttons by text); a box the test
-    did not expect is rejected and recorded, so a test fails instead of hanging."""
-    pending = list(answers)
-    deadline = time.monotonic() + 90
-    _generation[0] += 1
-    mine = _generation[0]
-
-    def poll():
-        if _generation[0] != mine:
-            return
-        box = QApplication.activeModalWidget()
-        if isinstance(box, QMessageBox) and box.isVisible():
-            seen.append(f"{box.windowTitle()}\n{box.text()}\n{box.informativeText()}")
-            if not pending:
-                seen.append("UNEXPECTED")
-                box.reject()
-                return
-            want = pending.pop(0)
-            next(b for b in box.buttons() if b.text().replace("&", "") == want).click()
-        if time.monotonic() < deadline:
-            QTimer.singleShot(50, poll)
-    QTimer.singleShot(50, poll)
+    stop_answering()
 
 
 def _close(win) -> None:
@@ -182,7 +153,7 @@ def test_trust_in_a_journal_never_skips_the_trust_question(qtbot, hostile, env):
     win.show()
     try:
         seen: list[str] = []
-        _answer(["Recover", "No"], seen)
+        click_through(["Recover", "No"], seen)
         assert offer_recovery(win, str(payload))
         qtbot.waitUntil(lambda: len(seen) >= 2 and not win.open_flow.busy, timeout=LOAD_TIMEOUT_MS)
         qtbot.wait(200)
@@ -192,7 +163,7 @@ def test_trust_in_a_journal_never_skips_the_trust_question(qtbot, hostile, env):
         hostile.assert_clean()  # answered No: nothing was unpickled
         assert win.document is None and path.exists()  # nothing recovered, nothing lost
         # The question is the only gate: Yes unpickles (the payload really is live).
-        _answer(["Recover", "Yes"], seen)
+        click_through(["Recover", "Yes"], seen)
         assert offer_recovery(win, str(payload))
         qtbot.waitUntil(lambda: hostile.marker.exists(), timeout=LOAD_TIMEOUT_MS)
         assert "UNEXPECTED" not in seen
@@ -247,7 +218,7 @@ def test_two_window_processes_keep_two_journals_and_a_killed_one_is_recoverable(
         live = by_pid[second.pid].path
         live_text = live.read_text()
         seen: list[str] = []
-        _answer(["Recover"], seen)
+        click_through(["Recover"], seen)
         win = start_window(str(model), {})
         try:
             qtbot.waitUntil(lambda: win.document is not None, timeout=LOAD_TIMEOUT_MS)
