@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from fxstudio.core.code_names import is_attribute_path, shown
+from fxstudio.core import trust
 from fxstudio.core.errors import LoadError
 
 TRUST_HINT = "if you trust the file, open it with --trust"
@@ -196,6 +197,8 @@ class _SafeReader:
                         self._check_name(name, "forward argument")
                 elif key == "target" and isinstance(item, str) and not _TARGET.match(item):
                     raise self.refuse(f"node target {shown(item)} is not an operator name")
+                elif key == "target" and isinstance(item, str) and not trust.serialized_op_allowed(item):
+                    raise self.refuse(f"node target {shown(item)} reads or writes files (refused as data)")
                 elif key == "expr_str" and isinstance(item, str) and not _safe_sympy(item):
                     raise self.refuse(f"the shape expression {shown(item)} is not a plain sympy expression "
                                       "(torch would eval it)")

@@ -98,6 +98,12 @@ MAX_SEQUENCE = 1_000_000
 MAX_ROUND_DIGITS = 10_000
 
 
+def serialized_op_allowed(target: str) -> bool:
+    """Whether an operator named in a serialized program (``torch.ops.aten.from_file.default``,
+    a ``.pt2`` node target) avoids the operators refused as edit targets: file and process I/O."""
+    return not any(part in _OPS_DENIED for part in re.split(r"[.:#]", target))
+
+
 def refuse(text: str, rule: str, detail: str) -> EditRefused:
     """The one-line refusal of ``text`` under ``rule``."""
     return EditRefused(f"{text!r} is not allowed as a target (rule: {rule}): {detail}")

@@ -180,3 +180,22 @@ def test_compiled_aotinductor_code_is_not_loaded(tmp_path):
                      _set("data/aotinductor/model/model.so", b"\x7fELF not a library"))
     loaded = load_model(path)
     assert any("AOTInductor" in note for note in loaded.notes)
+
+
+def test_an_archive_whose_graph_calls_a_file_operator_is_refused(hostile):
+    """A node of the archived graph retargeted to ``aten.from_file`` (which creates the file it
+    names): refused as data before torch deserializes the graph, in every command."""
+    base = h.save_tiny(hostile.dir / "base.pt2")
+    marker = str(hostile.marker)
+
+    def retarget(program):
+        nodes = program["graph_module"]["graph"]["nodes"]
+        nodes[0]["target"] = "torch.ops.aten.from_file.default"
+        nodes[0]["inputs"] = [{"name": "filename", "arg": {"as_string": marker}, "kind": 1}]
+
+    path = h.program_edit(base, hostile.dir / "from_file.pt2", retarget)
+    proc = hostile.run("inspect", path)
+    hostile.assert_clean(proc, code=2)
+    assert "aten.from_file" in proc.stderr and "files" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = hostile.run("compare", path, path)
+    hostile.assert_clean(proc, code=2)
