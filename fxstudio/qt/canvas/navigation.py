@@ -1,0 +1,153 @@
+"""Zoom, fit and keyboard stepping of the canvas (``CanvasNavigation``, a mixin of ``GraphCanvas``):
+the scale and scroll of the view and moving the selection along edges, apart from the event
+handlers that call them."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+
+from fxstudio.qt.canvas import style as st
+
+MIN_SCALE, MAX_SCALE = 0.003, 4.0
+ZOOM_STEP = 1.25
+MIN_READABLE_ZOOM = 0.6   # "fit" never goes below this: card names stay legible (titles ~9 px)
+MAX_FIT_ZOOM = 1.0        # nor above 100 %: a narrow graph is not blown up
+
+
+class CanvasNavigation:
+    """Zoom, fit, centring and selection stepping for a ``QGraphicsView`` showing a ``CanvasScene``
+    (``self.canvas_scene``), with ``self.selection``, ``self.document``, ``self.flush()`` and a
+    ``zoom_changed`` signal."""
+
+    def zoom(self) -> float:
+        """The current scale (1.0 = one scene unit per pixel)."""
+        return self.transform().m11()
+
+    def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
+        """Zoom by ``factor`` keeping the scene point under ``anchor`` (viewport pixels) in place."""
+        if anchor is None:
+            anchor = QPointF(self.viewport().rect().center())
+        new_scale = min(max(self.zoom() * factor, MIN_SCALE), MAX_SCALE)
+        factor = new_scale / self.zoom()
+        if abs(factor - 1.0) < 1e-9:
+            return
+        before = self.mapToScene(anchor.toPoint())
+        self.scale(factor, factor)
+        self._update_scroll_area()
+        centre = QPointF(self.viewport().rect().center())
+        self.centerOn(before + (centre - anchor) / new_scale)
+        self._sync_lod()
+        self.zoom_changed.emit(new_scale)
+
+    def _update_scroll_area(self) -> None:
+        """Let the graph be scrolled anywhere on screen: the scrollable area is the layout plus
+        one viewport of margin on every side (at the current zoom)."""
+        x0, y0, x1, y1 = self.canvas_scene.bounds
+        z = self.zoom()
+        mx, my = self.viewport().width() / z * 0.9, self.viewport().height() / z * 0.9
+        self.setSceneRect(QRectF(x0 - mx, y0 - my, (x1 - x0) + 2 * mx, (y1 - y0) + 2 * my))
+
+    def _sync_lod(self) -> None:
+        """Use the recorded overview when cards would be plain boxes anyway (fast at 100k nodes)."""
+        self.canvas_scene.set_overview(self.zoom() < st.LOD_PLAIN)
+
+    def fit_readable(self) -> None:
+        """Fit the graph's width (its widest layer with every frame around it) in the view, at a
+        zoom between ``MIN_READABLE_ZOOM`` (names legible) and 100 %, and scroll to the top of the
+        graph, where its inputs are. A graph readable whole at that zoom is shown whole, centred."""
+        self.flush()
+        layout = self.canvas_scene.layout
+        if layout is None or not (layout.nodes or layout.groups):
+            return
+        x0, y0, x1, y1 = self.canvas_scene.bounds   # cards and frames: at least the widest layer
+        left, right = x0, x1
+        vp = self.viewport().rect()
+        m = 30.0   # scene margin around the graph
+        z = min(max(vp.width() / (right - left + 2 * m), MIN_READABLE_ZOOM), MAX_FIT_ZOOM)
+        self._set_zoom(z)
+        if (y1 - y0 + 2 * m) * z <= vp.height() and (right - left + 2 * m) * z <= vp.width():
+            self.centerOn(QRectF(x0, y0, x1 - x0, y1 - y0).center())
+        else:
+            if (right - left + 2 * m) * z <= vp.width() + 1:
+                cx = (left + right) / 2
+            else:   # wider than the view even at the smallest legible zoom: the inputs, centred
+                first = min(b.layer for b in layout.nodes.values()) if layout.nodes else 0
+                top = [b for b in layout.nodes.values() if b.layer == first] or list(layout.groups.values())
+                cx = (min(b.x for b in top) + max(b.x + b.w for b in top)) / 2
+            self.centerOn(QPointF(cx, y0 - m + vp.height() / 2 / z))
+        self._sync_lod()
+        self.zoom_changed.emit(self.zoom())
+
+    def _set_zoom(self, z: float) -> None:
+        z = min(max(z, MIN_SCALE), MAX_SCALE)
+        self.setTransform(self.transform().fromScale(z, z))
+        self._update_scroll_area()
+
+    def reset_zoom(self) -> None:
+        """Zoom to 100 % around the centre of the view."""
+        self.zoom_by(1.0 / self.zoom())
+
+    def fit(self) -> None:
+        """Fit the whole graph in the view (never magnifying past 1.5×): Fit All, Shift+F."""
+        self.flush()
+        layout = self.canvas_scene.layout
+        if layout is None or not (layout.nodes or layout.groups):
+            return
+        x0, y0, x1, y1 = self.canvas_scene.bounds
+        rect = QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-30, -30, 30, 30)
+        self.fitInView(rect, Qt.AspectRatioMode.KeepAspectRatio)
+        if self.zoom() > 1.5:
+            self.zoom_by(1.5 / self.zoom())
+        self._update_scroll_area()
+        self.centerOn(rect.center())
+        self._sync_lod()
+        self.zoom_changed.emit(self.zoom())
+
+    def center_on_node(self, node_id: int) -> bool:
+        """Scroll so the node's card is visible (centred if it was off screen); False if not shown."""
+        self.flush()
+        item = self.canvas_scene.by_id.get(node_id)
+        if item is None and self.document is not None:   # inside a collapsed module: go to its card
+            node = self.document.node(node_id)
+            path = node.meta.get("fxs_module_path", "") if node is not None else ""
+            while path and item is None:
+                item = self.canvas_scene.group_cards.get(path)
+                path = path.rpartition(".")[0]
+        if item is None:
+            return False
+        visible = self.mapToScene(self.viewport().rect()).boundingRect()
+        if not visible.contains(item.sceneBoundingRect()):
+            self.centerOn(item.sceneBoundingRect().center())
+        return True
+
+    def step_selection(self, direction: str) -> bool:
+        """Move the selection along the graph from the current node: ``"up"`` to its first shown
+        input, ``"down"`` to its first shown user, ``"left"``/``"right"`` to the nearest card of
+        the same layer; the new card is scrolled into view. False when there is nowhere to go."""
+        self.flush()
+        scene, layout = self.canvas_scene, self.canvas_scene.layout
+        current = self.selection.current()
+        card = scene.by_id.get(current) if current is not None else None
+        if card is None or layout is None or self.document is None:
+            return False
+        name = card.info.name
+        target = None
+        if direction == "up":
+            target = next((p.src for p in card.info.ports if p.src in scene.cards), None)
+        elif direction == "down":
+            node = self.document.find(name)
+            users = [u.name for u in node.users if u.name in scene.cards] if node is not None else []
+            if users:   # the main path first: the user nearest below, then the leftmost
+                box = layout.nodes[name]
+                target = min(users, key=lambda u: (layout.nodes[u].layer, abs(layout.nodes[u].x - box.x)))
+        else:
+            box = layout.nodes.get(name)
+            if box is not None:
+                sign = -1 if direction == "left" else 1
+                row = [(sign * (b.x - box.x), n) for n, b in layout.nodes.items()
+                       if b.layer == box.layer and sign * (b.x - box.x) > 0 and n in scene.cards]
+                target = min(row)[1] if row else None
+        if target is None:
+            return False
+        self.selection.set([scene.cards[target].info.node_id])
+        return True
