@@ -87,10 +87,13 @@ def _torch_load(path: Path):
     try:
         return torch.export.load(path)
     except Exception as exc:  # noqa: BLE001 - corrupt archives raise many types
-        raise LoadError(
-            f"{path}: torch.export.load could not read this archive ({type(exc).__name__}: {_first_line(exc)}). "
-            "It may be truncated, or saved by an incompatible torch version."
-        ) from None
+        raise _unreadable(path, "torch.export.load could not read this archive", exc, "truncated") from None
+
+
+def _unreadable(path: Path, what: str, exc: BaseException, damage: str) -> LoadError:
+    """The one-line ``LoadError`` for an archive torch failed on: what failed, torch's first line."""
+    return LoadError(f"{path}: {what} ({type(exc).__name__}: {_first_line(exc)}). "
+                     f"It may be {damage}, or saved by an incompatible torch version.")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -302,10 +305,7 @@ class _SafeReader:
             serialized = _bytes_to_dataclass(schema.ExportedProgram, model_bytes)
             return ExportedProgramDeserializer(None).deserialize(serialized, state_dict, constants, sample)
         except Exception as exc:  # noqa: BLE001 - a damaged or incompatible program
-            raise LoadError(
-                f"{self.path}: torch could not rebuild the exported program ({type(exc).__name__}: {_first_line(exc)}). "
-                "It may be damaged, or saved by an incompatible torch version."
-            ) from None
+            raise _unreadable(self.path, "torch could not rebuild the exported program", exc, "damaged") from None
 
 
 def _safe_sympy(text: str) -> bool:

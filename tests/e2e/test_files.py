@@ -9,19 +9,7 @@ import sys
 
 import torch
 
-from tests.e2e.xsession import EXAMPLES
-
-
-def _set_field(app, card: str, field: str, text: str) -> dict:
-    """Click the card, click the field, select all, type, Enter; returns the state after."""
-    before = app.geo()["edits"]
-    app.click_card(card)
-    app.click(app.rect(field))
-    app.wait_for(lambda g: g["focus"].get("field") == field, what=f"the focus in {field}")
-    app.key("ctrl+a")
-    app.type(text)
-    app.key("Return")
-    return app.wait_for(lambda g: g["edits"] == before + 1, what=f"{card} {field} = {text} applied")
+from tests.e2e.xsession import EXAMPLES, set_field
 
 
 def _run_exported(path) -> tuple[list, list]:
@@ -40,7 +28,7 @@ def _run_exported(path) -> tuple[list, list]:
 
 def test_export_with_ctrl_e_and_the_file_runs(launch):
     app = launch(EXAMPLES / "add_mul.py")
-    _set_field(app, "mul", "field:1", "10")
+    set_field(app, "mul", "field:1", "10")
     app.key("ctrl+e")
     app.dialog("Export Python")
     app.key("Return")  # the dialog proposes <model>_edited.py in the working folder
@@ -55,7 +43,7 @@ def test_export_with_ctrl_e_and_the_file_runs(launch):
 
 def test_kill_9_then_recover_the_edits(launch):
     app = launch(EXAMPLES / "clamp.py")
-    _set_field(app, "clamp", "field:max", "2.0")
+    set_field(app, "clamp", "field:max", "2.0")
     journals = app.state / "journals"
     app.wait_for(lambda g: any(journals.glob("*.json")), what="the journal written")
     journal = json.loads(next(journals.glob("*.json")).read_text())
@@ -81,6 +69,6 @@ def test_open_a_pt2_and_edit_it(launch, tmp_path):
     app = launch(pt2)
     g = app.wait_still()
     clamp = next(name for name in g["cards"] if name.startswith("clamp"))
-    g = _set_field(app, clamp, "field:2", "1.0")  # aten clamp(x, min, max): the max, by position
+    g = set_field(app, clamp, "field:2", "1.0")  # aten clamp(x, min, max): the max, by position
     assert len(g["history"]) == 1 and "1.0" in g["history"][0]
     app.shot("11_pt2_edited")

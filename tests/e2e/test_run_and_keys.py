@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.e2e.xsession import EXAMPLES, FXSTUDIO
+from tests.e2e.xsession import EXAMPLES, FXSTUDIO, set_field
 
 
 def _on_screen(app, rect) -> bool:
@@ -20,25 +20,13 @@ def _on_screen(app, rect) -> bool:
     return w > 0 and h > 0 and wx <= x and wy <= y and x + w <= wx + ww and y + h <= wy + wh
 
 
-def _set_field(app, card: str, field: str, text: str) -> dict:
-    """Click the card, click the field, select all, type, Enter; returns the state after."""
-    before = app.geo()["edits"]
-    app.click_card(card)
-    app.click(app.rect(field))
-    app.wait_for(lambda g: g["focus"].get("field") == field, what=f"the focus in {field}")
-    app.key("ctrl+a")
-    app.type(text)
-    app.key("Return")
-    return app.wait_for(lambda g: g["edits"] == before + 1, what=f"{card} {field} = {text} applied")
-
-
 def _window(g: dict, title: str) -> dict | None:
     return next((w for w in g["windows"] if w["title"] == title), None)
 
 
 def test_run_then_click_the_first_divergence_in_the_plot(launch):
     app = launch(EXAMPLES / "sub_chain.py")  # x -> add(+10) -> sub(-5) -> mul(*2) -> output
-    _set_field(app, "sub", "field:1", "7")  # numbers change from sub on
+    set_field(app, "sub", "field:1", "7")  # numbers change from sub on
     app.click(app.rect("tab:Run"))
     g = app.wait_for(lambda g: _on_screen(app, g["widgets"].get("run:run")), what="the Run dock raised")
     app.click(g["widgets"]["run:run"])

@@ -240,3 +240,15 @@ class App:
             self.proc.kill()
             self.proc.wait(10)
         self.log.close()
+
+
+def set_field(app, card: str, field: str, text: str) -> dict:
+    """Click the card, click the field, select all, type, Enter; returns the state after."""
+    before = app.geo()["edits"]
+    app.click_card(card)
+    app.click(app.rect(field))
+    app.wait_for(lambda g: g["focus"].get("field") == field, what=f"the focus in {field}")
+    app.key("ctrl+a")
+    app.type(text)
+    app.key("Return")
+    return app.wait_for(lambda g: g["edits"] == before + 1, what=f"{card} {field} = {text} applied")
