@@ -308,11 +308,18 @@ class _SafeReader:
             raise _unreadable(self.path, "torch could not rebuild the exported program", exc, "damaged") from None
 
 
+def _expression(text: str) -> ast.Expression | None:
+    """``text`` parsed as one Python expression (never evaluated), or None when it is not one."""
+    try:
+        return ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
+        return None
+
+
 def _safe_sympy(text: str) -> bool:
     """Whether ``text`` is a sympy expression of numbers, symbol names and known functions only."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError):
+    tree = _expression(text)
+    if tree is None:
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -334,9 +341,8 @@ def _safe_sympy(text: str) -> bool:
 
 def _safe_guard(text: str) -> bool:
     """Whether an input guard only compares sizes of ``L['input']`` tensors (it is exec'd by torch)."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError):
+    tree = _expression(text)
+    if tree is None:
         return False
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):

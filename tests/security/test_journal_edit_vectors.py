@@ -104,14 +104,19 @@ def test_recovered_hostile_edits_are_refused_named_and_run_nothing(qtbot, hostil
         assert any(m[1] == "journal" and "refused" in m[2] and str(entry.path) in m[2] for m in win.problems.messages())
         assert took < 60, took  # no vector costs time: math.factorial(10**8) is refused, not computed
     finally:
-        answers.stop()
-        if win.document is not None and win.document.dirty:
-            win.document.mark_saved()
-        win.close()
-        win.deleteLater()
+        _close(win, answers)
     err = capfd.readouterr().err
     assert "Traceback" not in err, err[-3000:]
     hostile.assert_clean()
+
+
+def _close(win, answers) -> None:
+    """Stop answering dialogs and close the window without a discard question."""
+    answers.stop()
+    if win.document is not None and win.document.dirty:
+        win.document.mark_saved()
+    win.close()
+    win.deleteLater()
 
 
 def test_a_getattr_chain_in_a_journal_stops_at_its_first_link(qtbot, hostile, model):
@@ -140,9 +145,5 @@ def test_a_getattr_chain_in_a_journal_stops_at_its_first_link(qtbot, hostile, mo
         assert any("rule: getattr with a constant public attribute name" in r for r in refusals), refusals
         assert len(refusals) >= 4 and not answers.unexpected
     finally:
-        answers.stop()
-        if win.document is not None and win.document.dirty:
-            win.document.mark_saved()
-        win.close()
-        win.deleteLater()
+        _close(win, answers)
     hostile.assert_clean()
