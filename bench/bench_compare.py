@@ -42,7 +42,7 @@ import torch.fx
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from fxstudio.core.divergence import run_divergence
+from fxstudio.core.compare import run_divergence
 from fxstudio.core.loading import load_model
 from fxstudio.resources import example_path
 

@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from fxstudio.core import synthetic
+from fxstudio.testing import synthetic
 from fxstudio.core.layout import compute_layout
-from fxstudio.core.layout_metrics import count_crossings, overlapping_pairs, upward_edges
-from fxstudio.core.layout_types import EdgeRoute, Layout, NodeBox
+from fxstudio.core.layout import count_crossings, overlapping_pairs, upward_edges
+from fxstudio.core.layout import EdgeRoute, Layout, NodeBox
 
 REAL_MODELS = [("residual_cnn.py", "fx"), ("residual_cnn.py", "export"), ("transformer_block.py", "fx"),
                ("transformer_block.py", "export"), ("conv_bn_relu.py", "export"), ("two_linear.py", "export")]

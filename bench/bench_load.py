@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
 
     from fxstudio.core.metadata import annotate
     from fxstudio.core.shape_propagation import propagate_shapes
-    from fxstudio.core.tracing import trace_fx
+    from fxstudio.core.loading.tracing import trace_fx
 
     quick = "--quick" in argv
     blocks = 200 if quick else 2000

@@ -1,6 +1,6 @@
 """Canvas rendering: frames of a 10k-node graph in a 1920x1080 view, offscreen, and scene build time.
 
-``python -m bench.bench_render [--quick]``. For each generated graph (``fxstudio.core.synthetic``)
+``python -m bench.bench_render [--quick]``. For each generated graph (``fxstudio.testing.synthetic``)
 it builds the canvas scene from its layout, then renders the view into a 1920x1080 QImage:
 the full view (the whole graph fitted, i.e. the overview level of detail), a mid zoom (cards as
 labelled boxes) and zoom 1 (full cards with ports, shapes and edge labels).
@@ -21,7 +21,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtGui import QImage  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from fxstudio.core import synthetic  # noqa: E402
+from fxstudio.testing import synthetic  # noqa: E402
 from fxstudio.core.layout import compute_layout  # noqa: E402
 from fxstudio.qt.canvas import GraphCanvas  # noqa: E402
 from fxstudio.qt.selection import SelectionModel  # noqa: E402

@@ -39,7 +39,7 @@ def _ms(samples: list[float]) -> float:
 def _document(n_nodes: int):
     import torch
 
-    from fxstudio.core import synthetic
+    from fxstudio.testing import synthetic
     from fxstudio.core.document import Document
     from fxstudio.core.model import LoadedModel
 
@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
         history.append(time.perf_counter() - t)
 
     # The core's share of an edit, alone: the canvas's incremental layout and the Run pane's diff.
-    from fxstudio.core.graph_diff import GraphDiffer, graph_diff
+    from fxstudio.core.compare import GraphDiffer, graph_diff
     from fxstudio.core.layout import compute_layout
 
     layout_const, layout_rewire, layout_reroute, diff_inc, diff_full = [], [], [], [], []

@@ -24,10 +24,10 @@ def median_ms(samples: list[float]) -> float:
 
 
 def synthetic_document(n_nodes: int, kind: str = "skip_chain"):
-    """A ``Document`` on a generated graph of about ``n_nodes`` nodes (``fxstudio.core.synthetic``)."""
+    """A ``Document`` on a generated graph of about ``n_nodes`` nodes (``fxstudio.testing.synthetic``)."""
     import torch
 
-    from fxstudio.core import synthetic
+    from fxstudio.testing import synthetic
     from fxstudio.core.document import Document
     from fxstudio.core.model import LoadedModel
 

@@ -2,7 +2,7 @@
 plus the hidden interpreter mode that checking an exported file needs.
 
 A frozen app has no ``python``: ``sys.executable`` is this bundle's binary. The export check
-(``fxstudio/core/export_verify.py``) runs ``python -I -B -c CODE ARGS...`` in a fresh process; frozen,
+(``fxstudio/core/export/verify.py``) runs ``python -I -B -c CODE ARGS...`` in a fresh process; frozen,
 it runs ``fxstudio --fxstudio-python-c CODE ARGS...`` instead, which lands here and executes CODE as
 ``python -c`` would, with the bundle's torch and nothing of fxstudio imported (the check makes
 fxstudio unimportable, so the exported file must stand alone, as with a real interpreter).
@@ -11,7 +11,7 @@ fxstudio unimportable, so the exported file must stand alone, as with a real int
 import sys
 
 PYTHON_C_FLAG = "--fxstudio-python-c"
-"""Equal to ``fxstudio.core.export_verify.FROZEN_PYTHON_C_FLAG`` (a test checks; not imported here,
+"""Equal to ``fxstudio.core.export.verify.FROZEN_PYTHON_C_FLAG`` (a test checks; not imported here,
 so that this mode imports nothing of fxstudio)."""
 
 

@@ -65,7 +65,7 @@ else
     echo "      compare ran the numpy fallback (numba's kernel did not load in the bundle)"
 fi
 check "numba kernel loads (warm_up)" "^kernel: numba" "$BIN" --fxstudio-python-c \
-    "from fxstudio.core import fused_diff; print('kernel:', 'numba' if fused_diff.warm_up() else 'numpy fallback')"
+    "from fxstudio.core.compare import fused_diff; print('kernel:', 'numba' if fused_diff.warm_up() else 'numpy fallback')"
 check "--screenshot (built-in example)" "wrote .*x.png" "$BIN" --screenshot "$WORK/out/x.png"
 if [ "$(head -c 8 "$WORK/out/x.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" != "89504e470d0a1a0a" ]; then
     echo "FAIL  --screenshot did not write a PNG"; failures=$((failures + 1))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fxstudio.core import export_verify
+from fxstudio.core.export import verify as export_verify
 from fxstudio.resources import RESOURCES_DIR, find_resources_dir
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load, replay, print (and export with ``-o``); see the module docstring for the exit status."""
     from fxstudio.core.document import replay
-    from fxstudio.core.edit_script import load_script
+    from fxstudio.core.edits import load_script
     from fxstudio.core.inspect_view import inspect_record, lint_verdict, render_table
 
     script = load_script(args.edits)

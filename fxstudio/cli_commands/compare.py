@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     """Load, replay or load the edited model, compare, print; returns the exit status."""
     from fxstudio.cli_commands.model_args import check_input_size, load_from_args
     from fxstudio.core.compare import compare_models
-    from fxstudio.core.run_inputs import load_inputs_file, parse_input_spec, random_inputs, specs_from_inputs
+    from fxstudio.core.compare import load_inputs_file, parse_input_spec, random_inputs, specs_from_inputs
 
     if not (args.rtol >= 0 and args.atol >= 0):  # also refuses nan
         raise RunError("--rtol and --atol must be numbers that are not negative.")

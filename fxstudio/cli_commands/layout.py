@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _collapse_set(graph, requested: list[str]) -> frozenset[str]:
     """The collapsed paths, checked against the module paths present in the graph."""
-    from fxstudio.core.layout_groups import ancestors
+    from fxstudio.core.layout import ancestors
 
     present: set[str] = set()
     for node in graph.nodes:
@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     """Load, lay out, report; 2 when the model cannot be loaded or a path is unknown."""
     from fxstudio.core.fileio import atomic_write_text
     from fxstudio.core.layout import compute_layout
-    from fxstudio.core.layout_groups import repeated_groups
-    from fxstudio.core.layout_metrics import count_crossings
+    from fxstudio.core.layout import repeated_groups
+    from fxstudio.core.layout import count_crossings
 
     loaded = load_from_args(args)
     graph = loaded.graph_module.graph

@@ -14,14 +14,10 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from fxstudio.core.edit_script import FORMAT, load_script, new_script, save_script, validate_script
-from fxstudio.core.edits.ops_args import op_del_kwarg, op_replace_uses, op_set_arg, op_set_target
-from fxstudio.core.edits.ops_nodes import op_duplicate, op_eliminate_dead_code, op_erase, op_insert, op_rename
-from fxstudio.core.edits.ordering import cycle_path
-from fxstudio.core.edits.primitives import Primitive, Transaction
-from fxstudio.core.edits.shapes import ShapeRefresher
-from fxstudio.core.edits.state import ID_KEY, Changes, EditState
-from fxstudio.core.edits.validation import check_fields
+from fxstudio.core.edits import (FORMAT, ID_KEY, Changes, EditState, Primitive, ShapeRefresher, Transaction, check_fields,
+                                 cycle_path, load_script, new_script, op_del_kwarg, op_duplicate, op_eliminate_dead_code,
+                                 op_erase, op_insert, op_rename, op_replace_uses, op_set_arg, op_set_target, save_script,
+                                 validate_script)
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.model import LoadedModel
 from fxstudio.core.module_state import share_graph_module

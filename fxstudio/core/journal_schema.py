@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from fxstudio.core.edit_script import validate_script
+from fxstudio.core.edits import validate_script
 from fxstudio.core.errors import ScriptError
 
 JOURNAL_FORMAT = "fxstudio.journal/1"

@@ -17,7 +17,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from fxstudio.core.graph_diff import GraphDiff, GraphDiffer
+from fxstudio.core.compare import GraphDiff, GraphDiffer
 from fxstudio.qt.divergence_colors import DIFF_COLORS as KIND_COLORS
 from fxstudio.qt.selection import SelectionModel
 

@@ -56,7 +56,7 @@ def settle(app: QApplication, seconds: float = 0.3) -> None:
 def _read_edits(path: str | None) -> list[dict] | None:
     if not path:
         return None
-    from fxstudio.core.edit_script import load_script
+    from fxstudio.core.edits import load_script
 
     return load_script(path)["edits"]
 

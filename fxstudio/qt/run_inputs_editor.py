@@ -8,7 +8,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxstudio.core.errors import FxStudioError, RunError
-from fxstudio.core.run_inputs import load_inputs_file, parse_input_spec, random_inputs, specs_from_inputs
+from fxstudio.core.compare import load_inputs_file, parse_input_spec, random_inputs, specs_from_inputs
 
 SOURCES = ["Example inputs", "Random inputs", "Inputs file (.pt)"]
 

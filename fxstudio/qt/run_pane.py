@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
-from fxstudio.core import fused_diff
+from fxstudio.core.compare import warm_up_fused_kernel
 from fxstudio.core.compare import CompareReport, RunCancelled, available_devices, compare_models
 from fxstudio.core.errors import FxStudioError, RunError
 from fxstudio.qt.graph_diff import GraphDiffView
@@ -120,14 +120,14 @@ _warming: list[threading.Thread] = []
 
 def _warm_comparison_kernel_soon(delay_ms: int = 300) -> None:
     """Once per process, just after a run pane is first shown: load the comparison kernel on a
-    worker thread (``fused_diff.warm_up``), so that the first Run does not wait ~0.5 s for it.
+    worker thread (``warm_up_fused_kernel``), so that the first Run does not wait ~0.5 s for it.
 
     Not at start-up: the import holds the interpreter for about half a second, which would slow
     whatever the user does on a big graph then (selecting took 110 instead of 68 ms in
     ``bench.bench_window``); a user who opens the Run tab is about to run."""
     if _warming:
         return
-    thread = threading.Thread(target=fused_diff.warm_up, name="fxstudio-warm-kernel", daemon=True)
+    thread = threading.Thread(target=warm_up_fused_kernel, name="fxstudio-warm-kernel", daemon=True)
     _warming.append(thread)
     QTimer.singleShot(delay_ms, lambda: start_worker(thread))
 

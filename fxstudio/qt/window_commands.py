@@ -69,7 +69,7 @@ class WindowCommands:
         return self._write_script(Path(path))
 
     def _write_script(self, path: Path) -> bool:
-        from fxstudio.core.edit_script import save_script
+        from fxstudio.core.edits import save_script
 
         try:
             save_script(path, self.document.edit_script())
@@ -95,7 +95,7 @@ class WindowCommands:
 
     def replay_script(self, path) -> bool:
         """Apply every edit of the script at ``path`` as if typed; stops at the first refusal."""
-        from fxstudio.core.edit_script import load_script
+        from fxstudio.core.edits import load_script
 
         try:
             script = load_script(path)

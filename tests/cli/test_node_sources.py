@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fxstudio.core.tracing import StudioTracer
+from fxstudio.core.loading.tracing import StudioTracer
 from fxstudio.resources import example_path
 
 

@@ -19,7 +19,7 @@ import pytest
 import torch
 import torch.fx
 
-from fxstudio.core import synthetic
+from fxstudio.testing import synthetic
 from fxstudio.core.code_text import IncrementalCode
 from fxstudio.core.document import Document
 from fxstudio.core.errors import EditRefused

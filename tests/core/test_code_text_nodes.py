@@ -20,7 +20,7 @@ import pytest
 import torch
 import torch.fx
 
-from fxstudio.core import synthetic
+from fxstudio.testing import synthetic
 from fxstudio.core.code_lines import LineEdit, apply_edits, make_edits, new_number
 from fxstudio.core.code_text import MAX_NODES, IncrementalCode
 from fxstudio.core.document import Document

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fxstudio.core.document import Document, replay
-from fxstudio.core.edit_script import load_script, save_script
+from fxstudio.core.edits.script import load_script, save_script
 from fxstudio.core.errors import EditRefused, ScriptError
 from fxstudio.core.loading import load_model
 from tests.core.edit_helpers import code, doc_for, loaded_example, run

@@ -14,7 +14,7 @@ from fxstudio.core.document import Document
 from fxstudio.core.export import export_python
 from fxstudio.core.loading import load_model
 from fxstudio.core.module_state import copy_to_run, run_copy, share_graph_module, state_tensors
-from fxstudio.core.run_inputs import module_for_run
+from fxstudio.core.compare import module_for_run
 from fxstudio.resources import example_path
 
 # A model left in training mode (as a freshly built nn.Module is): batch norm updates its running

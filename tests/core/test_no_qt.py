@@ -24,13 +24,14 @@ print('ok')
 def _modules():
     names = ["fxstudio.cli"]
     for pkg in (fxstudio.core, fxstudio.cli_commands):
-        names += [f"{pkg.__name__}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__)]
+        names += [m.name for m in pkgutil.walk_packages(pkg.__path__, prefix=f"{pkg.__name__}.")]
     return names
 
 
 def test_core_and_cli_import_without_qt():
     names = _modules()
     assert "fxstudio.core.errors" in names
+    assert "fxstudio.core.loading.tracing" in names  # subpackages are walked too
     proc = subprocess.run([sys.executable, "-c", BLOCKER, *names], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("ok")

@@ -39,8 +39,8 @@ def open_canvas(qtbot, name: str = "residual_cnn.py", size=(1000, 760)):
 
 def synthetic_canvas(qtbot, kind: str, nodes: int, size=(1280, 800)):
     """(canvas, graph module) for a shown ``GraphCanvas`` on a generated graph of ``nodes`` nodes
-    (``fxstudio.core.synthetic``), without a Document."""
-    from fxstudio.core import synthetic
+    (``fxstudio.testing.synthetic``), without a Document."""
+    from fxstudio.testing import synthetic
     from fxstudio.core.layout import compute_layout
 
     gm = synthetic.as_graph_module(synthetic.make_graph(kind, nodes))

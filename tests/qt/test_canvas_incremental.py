@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from fxstudio.core import synthetic
+from fxstudio.testing import synthetic
 from fxstudio.core.document import Document
 from fxstudio.core.model import LoadedModel
 from fxstudio.qt.canvas.scene import CanvasScene

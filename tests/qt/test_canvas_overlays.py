@@ -6,7 +6,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 
 from fxstudio.core.compare import compare_models
 from fxstudio.core.document import Document
-from fxstudio.core.graph_diff import graph_diff
+from fxstudio.core.compare import graph_diff
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.overlays import connect_run_pane
 from fxstudio.qt.divergence_colors import diff_color, divergence_color

@@ -292,7 +292,7 @@ def test_a_long_name_takes_the_narrow_title_font_before_it_is_elided_in_the_midd
     from PySide6.QtGui import QImage, QPainter
 
     from fxstudio.core.layout import MAX_W
-    from fxstudio.core.layout_types import NodeBox
+    from fxstudio.core.layout import NodeBox
     from fxstudio.qt.canvas.items import CardInfo, NodeCard
 
     def painted(name: str) -> str:

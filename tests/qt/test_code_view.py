@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from window_support import isolated, make_window, open_and_wait  # noqa: F401 (fixtures)
 
-from fxstudio.core import synthetic
+from fxstudio.testing import synthetic
 from fxstudio.core.document import Document
 from fxstudio.core.model import LoadedModel
 from fxstudio.qt.code_view import LINE_UPDATE_DELAY_MS, CodeView, map_code_lines

@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from fxstudio.core.document import replay
-from fxstudio.core.edit_script import load_script, save_script
+from fxstudio.core.edits.script import load_script, save_script
 from tests.qt.properties_support import actions_host, run
 
 

@@ -212,7 +212,7 @@ def test_readme_screenshot_renders_after_a_real_edit(qtbot, tmp_path):
 
 def test_the_comparison_kernel_is_loaded_in_the_background_after_the_pane_appears(qtbot, pane):
     """The first Run does not wait for numba: showing the pane warms the kernel on a worker."""
-    from fxstudio.core import fused_diff
+    from fxstudio.core.compare import fused_diff
     from fxstudio.qt import run_pane
 
     assert len(run_pane._warming) == 1  # the fixture's pane was shown; once per process

@@ -131,7 +131,7 @@ def test_autosave_journal_and_unsaved_prompt(qtbot, make_window, tmp_path, monke
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(out), ""))
     monkeypatch.setattr(QMessageBox, "warning", answer(QMessageBox.StandardButton.Save))
     assert win.close()
-    from fxstudio.core.edit_script import load_script
+    from fxstudio.core.edits.script import load_script
     assert load_script(out)["edits"] == [SET_10]
     assert not path.exists() and not doc.dirty
 

@@ -6,7 +6,7 @@ folder that also holds a planted module. Whatever the edit: no marker, no module
 an allowlist, nothing but ``EditRefused`` escapes, and each edit returns in under 2 s.
 
 Default profile: derandomized and fast (< 20 s). ``HYPOTHESIS_PROFILE=long`` uses the long
-profile that ``tests/core/test_stateful_edits.py`` registers (fresh random seeds, more examples).
+profile that ``tests/core/edits/test_stateful_edits.py`` registers (fresh random seeds, more examples).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-import tests.core.test_stateful_edits  # noqa: F401 - registers the "edits-default" and "long" profiles
+import tests.core.edits.test_stateful_edits  # noqa: F401 - registers the "edits-default" and "long" profiles
 from fxstudio.core.document import Document
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.loading import load_model

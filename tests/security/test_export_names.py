@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from fxstudio.core.code_names import UnsafeNameError, is_attribute_path
 from fxstudio.core.export import export_python
-from fxstudio.core.export_codegen import comment_text, generate_file, quoted
+from fxstudio.core.export.codegen import comment_text, generate_file, quoted
 from fxstudio.core.model import LoadedModel
 from fxstudio.resources import example_path
 

@@ -13,7 +13,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPainterPathStroker, QPolygonF, QStaticText
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
-from fxstudio.core.layout_types import EdgeRoute, GroupBox, NodeBox
+from fxstudio.core.layout import EdgeRoute, GroupBox, NodeBox
 from fxstudio.qt.canvas import style as st
 
 

@@ -12,7 +12,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 from PySide6.QtWidgets import QToolButton, QWidget
 
-from fxstudio.core.layout_types import Layout
+from fxstudio.core.layout import Layout
 from fxstudio.qt.canvas import style as st
 
 

@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 from pyqtgraph.functions import arrayToQPath
 
-from fxstudio.core.layout_types import Layout
+from fxstudio.core.layout import Layout
 from fxstudio.qt.canvas import style as st
 
 

@@ -15,8 +15,8 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
 from fxstudio.core.argsyntax import format_value
-from fxstudio.core.layout_reroute import routes_into
-from fxstudio.core.layout_types import Layout
+from fxstudio.core.layout import routes_into
+from fxstudio.core.layout import Layout
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.items import CardInfo, EdgeItem, GroupCard, GroupFrame, NodeCard, PortSpec
 from fxstudio.qt.canvas.overview import OverviewItem, bounds

@@ -1,0 +1,247 @@
+"""Module groups: which nodes a collapsed group swallows, and the nested frames around groups.
+
+A node belongs to the group of its module path (``node.meta["fxs_module_path"]``) and to every
+ancestor of it by dotted prefix (``layer1.0.conv1`` is in ``layer1.0`` and ``layer1``).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from fxstudio.core.layout.types import GroupBox
+
+
+@functools.lru_cache(maxsize=65536)
+def _ancestors(path: str) -> tuple[str, ...]:
+    if not path:
+        return ()
+    parts = path.split(".")
+    return tuple(".".join(parts[: i + 1]) for i in range(len(parts)))
+
+
+def ancestors(path: str) -> list[str]:
+    """The group paths containing ``path``, outermost first, ending with ``path`` ('' has none)."""
+    return list(_ancestors(path))
+
+
+def collapse_owner(paths: list[str], collapsed) -> list[str | None]:
+    """For each node's module path, the outermost collapsed group containing it, or None."""
+    if not collapsed:
+        return [None] * len(paths)
+    cache: dict[str, str | None] = {}
+    out = []
+    for p in paths:
+        owner = cache.get(p, "")
+        if owner == "":
+            owner = next((a for a in ancestors(p) if a in collapsed), None)
+            cache[p] = owner
+        out.append(owner)
+    return out
+
+
+def class_names(stacks: list[list[tuple[str, str]]], paths: list[str]) -> dict[str, str]:
+    """Module class name by group path, from the nodes' module stacks (first seen wins)."""
+    names: dict[str, str] = {}
+    seen: set[str] = set()
+    for path, stack in zip(paths, stacks):
+        if path in seen:
+            continue
+        seen.add(path)
+        for entry in stack:
+            try:
+                p, cls = entry[0], entry[1]
+            except (TypeError, IndexError):
+                continue
+            names.setdefault(str(p), str(cls).rsplit(".", 1)[-1])
+    return names
+
+
+def group_label(path: str, classes: dict[str, str]) -> str:
+    """A frame label: ``layer1.0 · BasicBlock``, or just the path when the class is unknown."""
+    cls = classes.get(path)
+    return f"{path} · {cls}" if cls else path
+
+
+def frame_members(unit_paths: list[str], leaf_units: list[bool] | None = None) -> dict[str, list[int]]:
+    """Units directly inside each framed module path.
+
+    ``unit_paths[i]`` is the innermost module path of unit i (for a collapsed group's card, the
+    group's own path). A leaf module whose every node is a ``call_module`` of it (``leaf_units``)
+    gets no frame, its card says it all; its cards count for the parent's frame instead.
+    """
+    by_path: dict[str, list[int]] = {}
+    for i, p in enumerate(unit_paths):
+        if p:
+            by_path.setdefault(p, []).append(i)
+    if leaf_units is not None:
+        has_children = {a for q in by_path for a in ancestors(q)[:-1]}
+        for p in [p for p, members in by_path.items() if all(leaf_units[i] for i in members)]:
+            if p not in has_children:
+                members = by_path.pop(p)
+                parent = p.rsplit(".", 1)[0] if "." in p else ""
+                if parent:
+                    by_path.setdefault(parent, []).extend(members)
+    return by_path
+
+
+def _per_path(by_path: dict[str, list[int]], lo_values: np.ndarray, hi_values: np.ndarray):
+    """Minimum of ``lo_values`` and maximum of ``hi_values`` over each path's units, in dict order."""
+    sizes = np.fromiter((len(m) for m in by_path.values()), dtype=np.int64, count=len(by_path))
+    if len(sizes) == 0:
+        return np.zeros(0), np.zeros(0)
+    units = np.fromiter((u for m in by_path.values() for u in m), dtype=np.int64, count=int(sizes.sum()))
+    starts = np.zeros(len(sizes), dtype=np.int64)
+    np.cumsum(sizes[:-1], out=starts[1:])
+    return np.minimum.reduceat(lo_values[units], starts), np.maximum.reduceat(hi_values[units], starts)
+
+
+def frame_structure(by_path: dict[str, list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For ``frame_gaps``: each (path of ``by_path``, ancestor) pair as index arrays (path index in
+    dict order, ancestor index in first-seen order) and each ancestor's depth. Depends on the paths
+    only, so a caller may keep it while the paths stay the same."""
+    anc_index: dict[str, int] = {}
+    depths: list[int] = []
+    pi: list[int] = []
+    ai: list[int] = []
+    for i, p in enumerate(by_path):
+        for q in _ancestors(p):
+            j = anc_index.get(q)
+            if j is None:
+                j = anc_index[q] = len(depths)
+                depths.append(q.count("."))
+            pi.append(i)
+            ai.append(j)
+    return (np.asarray(pi, dtype=np.int64), np.asarray(ai, dtype=np.int64), np.asarray(depths, dtype=np.int64))
+
+
+def frame_gaps(by_path: dict[str, list[int]], layer: np.ndarray, nlayers: int, base: float,
+               pad: float = 12.0, label_room: float = 22.0, structure=None) -> np.ndarray:
+    """Gap below each layer, wide enough for the frames that close above it and open below it.
+
+    ``structure``: ``frame_structure(by_path)`` when the caller kept it."""
+    gaps = np.full(max(nlayers, 1), base)
+    if not by_path or nlayers < 2:
+        return gaps
+    pi, ai, depth = structure if structure is not None else frame_structure(by_path)
+    mins, maxs = _per_path(by_path, layer, layer)
+    nanc = len(depth)
+    lo = np.full(nanc, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(nanc, np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(lo, ai, mins.astype(np.int64)[pi])
+    np.maximum.at(hi, ai, maxs.astype(np.int64)[pi])
+    span = int(depth.max()) + 1
+
+    def distinct_depths(at: np.ndarray) -> np.ndarray:
+        pairs = np.unique(at * span + depth)
+        return np.bincount(pairs // span, minlength=nlayers + 1)
+
+    closing = distinct_depths(hi)
+    opening = distinct_depths(lo)
+    need = 16 + pad * closing[: nlayers - 1] + (pad + label_room) * opening[1:nlayers]
+    gaps[: nlayers - 1] = np.maximum(base, need)
+    return gaps
+
+
+def group_plan(by_path: dict[str, list[int]], collapsed_units, classes: dict[str, str]) -> list[tuple]:
+    """Every frame path with its depth, parent path ('' for none) and label, deepest first: what
+    ``build_groups`` walks. Depends on the paths (and class names) only, not on positions."""
+    all_paths: set[str] = set()
+    for p in by_path:
+        all_paths.update(_ancestors(p))
+    all_paths.update(collapsed_units)
+    return [(p, p.count("."), p.rsplit(".", 1)[0] if "." in p else "", group_label(p, classes))
+            for p in sorted(all_paths, key=lambda s: -s.count("."))]
+
+
+def build_groups(
+    by_path: dict[str, list[int]], unit_boxes: np.ndarray, collapsed_units: dict[str, tuple[int, int]],
+    classes: dict[str, str], pad: float = 12.0, label_room: float = 22.0, plan: list | None = None,
+) -> dict[str, GroupBox]:
+    """Nested frames around the units of each module path (``frame_members``).
+
+    ``unit_boxes[i]`` is unit i's (x0, y0, x1, y1); ``collapsed_units`` maps each collapsed path to
+    (unit index, member count). Each frame encloses its members' boxes and its child frames with
+    ``pad`` around and ``label_room`` above for the label. ``plan``: ``group_plan(by_path,
+    collapsed_units, classes)`` when the caller kept it (it depends on the paths only).
+    """
+    if plan is None:
+        plan = group_plan(by_path, collapsed_units, classes)
+    boxes: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
+    x0s, _ = _per_path(by_path, unit_boxes[:, 0], unit_boxes[:, 0])
+    y0s, _ = _per_path(by_path, unit_boxes[:, 1], unit_boxes[:, 1])
+    _, x1s = _per_path(by_path, unit_boxes[:, 2], unit_boxes[:, 2])
+    _, y1s = _per_path(by_path, unit_boxes[:, 3], unit_boxes[:, 3])
+    for p, a, b, c, d in zip(by_path, x0s.tolist(), y0s.tolist(), x1s.tolist(), y1s.tolist()):
+        boxes[p] = [a, b, c, d]
+        counts[p] = len(by_path[p])
+    for p, (unit, members) in collapsed_units.items():
+        counts[p] = members
+    groups: dict[str, GroupBox] = {}
+    # Deepest first, so a parent's box includes its children's padded frames.
+    for p, depth, parent, label in plan:
+        if p in collapsed_units:
+            x0, y0, x1, y1 = boxes[p]
+            g = groups[p] = GroupBox(path=p, label=label, x=x0, y=y0, w=x1 - x0, h=y1 - y0,
+                                     depth=depth, collapsed=True, members=counts.get(p, 0))
+        else:
+            b = boxes.get(p)
+            if b is None:
+                continue
+            x0, y0, x1, y1 = b[0] - pad, b[1] - pad - label_room, b[2] + pad, b[3] + pad
+            g = groups[p] = GroupBox(path=p, label=label, x=x0, y=y0, w=x1 - x0, h=y1 - y0,
+                                     depth=depth, collapsed=False, members=counts.get(p, 0))
+        if parent:
+            pb = boxes.get(parent)
+            gb = [g.x, g.y, g.x + g.w, g.y + g.h]
+            boxes[parent] = gb if pb is None else [min(pb[0], gb[0]), min(pb[1], gb[1]),
+                                                   max(pb[2], gb[2]), max(pb[3], gb[3])]
+            counts[parent] = counts.get(parent, 0) + g.members
+    return groups
+
+
+def _signature(path: str, members: list, classes: dict[str, str]) -> tuple:
+    """Structure of a group: its class and, per member in graph order, op, relative target and
+    where each input comes from (a member index, or outside)."""
+    from fxstudio.core.layout.graph_model import node_inputs, target_text
+
+    index = {node: i for i, node in enumerate(members)}
+    prefix = path + "."
+    items = []
+    for node in members:
+        target = target_text(node)
+        if node.op in ("call_module", "get_attr") and target.startswith(prefix):
+            target = target[len(prefix):]
+        elif node.op == "placeholder":
+            target = ""  # a lifted parameter's name spells its path
+        inner = node.meta.get("fxs_module_path") or ""
+        rel = inner[len(prefix):] if inner.startswith(prefix) else ""
+        inputs = tuple((index.get(src, -1), key) for src, key in node_inputs(node))
+        items.append((node.op, target, rel, inputs, node.meta.get("fxs_shape")))
+    return (classes.get(path), tuple(items))
+
+
+def repeated_groups(graph) -> list[list[str]]:
+    """Sibling module groups with identical structure (the N layers of a transformer), so a view
+    can fold them: lists of paths, each list of two or more, in graph order. Only the outermost
+    repeats are listed (the attention blocks inside repeated layers are not listed again)."""
+    members: dict[str, list] = {}
+    stacks, paths = [], []
+    for node in graph.nodes:
+        path = node.meta.get("fxs_module_path") or ""
+        stacks.append(node.meta.get("fxs_module_stack") or [])
+        paths.append(path)
+        for a in ancestors(path):
+            members.setdefault(a, []).append(node)
+    classes = class_names(stacks, paths)
+    by_key: dict[tuple, list[str]] = {}
+    for path, nodes in members.items():
+        parent = path.rsplit(".", 1)[0] if "." in path else ""
+        by_key.setdefault((parent, _signature(path, nodes, classes)), []).append(path)
+    repeats = [paths_ for paths_ in by_key.values() if len(paths_) > 1]
+    in_repeat = {p for r in repeats for p in r}
+    outermost = [r for r in repeats if not any(a in in_repeat for a in ancestors(r[0])[:-1])]
+    order = {p: i for i, p in enumerate(members)}
+    return sorted(outermost, key=lambda r: order[r[0]])

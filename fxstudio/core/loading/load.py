@@ -1,0 +1,208 @@
+"""``load_model``: a model file (``.py``, ``.pt2``, ``.pt``/``.pth``) to a traced ``LoadedModel``.
+
+See design §2 for the file kinds and the entry resolution order, and docs/CONTRACTS.md for the
+node metadata written here.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from fxstudio.core.errors import LoadError
+from fxstudio.core.metadata import annotate
+from fxstudio.core.loading.inputs import inputs_from_shapes
+from fxstudio.core.model import LoadedModel
+from fxstudio.core.loading.pickle_loader import load_pickled_module
+from fxstudio.core.loading.pt2_loader import load_exported_program, program_example_inputs
+from fxstudio.core.loading.py_loader import file_example_inputs, resolve_entry, run_model_file
+from fxstudio.core.loading.tracing import resolve_functions, trace_export, trace_fx
+
+SUFFIXES = {".py": "py", ".pt2": "pt2", ".pt": "pickle", ".pth": "pickle"}
+
+
+def split_spec(spec: str | Path) -> tuple[Path, str | None]:
+    """``"dir/file.py::Name"`` → ``(Path("dir/file.py"), "Name")``; no ``::`` gives ``None``."""
+    text = str(spec)
+    if "::" in text:
+        file_part, _, name = text.rpartition("::")
+        return Path(file_part).expanduser(), (name or None)
+    return Path(text).expanduser(), None
+
+
+def load_model(
+    spec: str | Path,
+    *,
+    tracer: str | None = None,
+    input_shapes: list[tuple[int, ...]] | None = None,
+    trust: bool = False,
+    concrete_args: dict | None = None,
+    leaf_modules: Sequence[str] = (),
+    autowrap_functions: Sequence = (),
+) -> LoadedModel:
+    """Open a model file, trace it with ``tracer`` and annotate every node; ``LoadError``/``TraceError`` otherwise."""
+    if tracer not in (None, "fx", "export"):
+        raise LoadError(f"unknown tracer '{tracer}': use fx or export.")
+    path, name = split_spec(spec)
+    if not path.exists():
+        raise LoadError(f"{path}: no such file.")
+    if path.is_dir():
+        raise LoadError(f"{path}: is a folder; give a model file (.py, .pt2, .pt or .pth).")
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise LoadError(
+            f"{path}: unknown model file type '{path.suffix or '(none)'}'. fxstudio opens .py files that "
+            "define a model, torch.export archives (.pt2), and pickled modules (.pt, .pth)."
+        )
+    if name and kind != "py":
+        raise LoadError(f"{spec}: '::{name}' selects an entry in a .py file only.")
+    path = path.resolve()
+    options = dict(concrete_args=concrete_args, leaf_modules=leaf_modules, autowrap_functions=autowrap_functions)
+    if kind == "py":
+        return _load_py(path, name, tracer, input_shapes, **options)
+    if kind == "pt2":
+        return _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust)
+    return _load_pickle(path, tracer, input_shapes, trust, **options)
+
+
+def _load_py(path, name, tracer, input_shapes, **options) -> LoadedModel:
+    user_module = run_model_file(path)
+    module, entry = resolve_entry(user_module, path, name)
+    notes: list[str] = []
+    if input_shapes:
+        inputs = inputs_from_shapes(input_shapes)
+        if callable(getattr(user_module, "example_inputs", None)) or hasattr(user_module, "EXAMPLE_INPUTS"):
+            notes.append("inputs from --input-shape (random values) replace the file's example inputs")
+    else:
+        inputs = file_example_inputs(user_module, path)
+        if inputs is None:
+            raise _missing_inputs(path, module, "define example_inputs() (returning a tuple) or EXAMPLE_INPUTS in the file, or ")
+    loaded = _trace(path, "py", module, inputs, tracer or "fx", entry, user_module, notes, **options)
+    from fxstudio.core.export import restore_exported_names  # round trip of fxstudio exports
+
+    if restore_exported_names(loaded.graph_module, user_module):
+        loaded.notes.append("node names restored from the fxstudio export (FXSTUDIO_NODE_NAMES)")
+    return loaded
+
+
+def _load_pickle(path, tracer, input_shapes, trust, **options) -> LoadedModel:
+    module, notes = load_pickled_module(path, trust=trust)
+    if not input_shapes:
+        raise _missing_inputs(path, module, "")
+    inputs = inputs_from_shapes(input_shapes)
+    return _trace(path, "pickle", module, inputs, tracer or "fx", type(module).__name__, None, notes, **options)
+
+
+def merge_concrete_args(module: nn.Module, inputs: tuple, concrete_args: dict | None) -> tuple:
+    """``inputs`` extended so that each concrete arg sits in its positional slot of ``forward``.
+
+    The traced graph keeps a placeholder for a concrete arg (fx asserts its value, export guards it),
+    so the graph, the original module and shape propagation are all called with the same tuple.
+    """
+    if not concrete_args:
+        return tuple(inputs)
+    params = list(inspect.signature(module.forward).parameters.values())
+    names = [p.name for p in params]
+    unknown = [k for k in concrete_args if k not in names]
+    if unknown:
+        raise LoadError(
+            f"--concrete-arg {unknown[0]}: forward() has no argument of that name (it takes: {', '.join(names) or 'nothing'})."
+        )
+    last = max(names.index(k) for k in concrete_args)
+    merged = list(inputs)
+    for i in range(len(merged), last + 1):
+        param = params[i]
+        if param.name in concrete_args:
+            merged.append(concrete_args[param.name])
+        elif param.default is not inspect.Parameter.empty:
+            merged.append(param.default)
+        else:
+            raise LoadError(
+                f"--concrete-arg {', '.join(concrete_args)}: forward() argument '{param.name}' comes before it "
+                "and has no example input or default."
+            )
+    for k in concrete_args:
+        if names.index(k) < len(inputs):
+            merged[names.index(k)] = concrete_args[k]
+    return tuple(merged)
+
+
+def _trace(path, kind, module, inputs, tracer, entry, user_module, notes, *, concrete_args, leaf_modules, autowrap_functions):
+    display = f"{path.name}::{entry}" if entry and kind == "py" else path.name
+    user_file = path if kind == "py" else None
+    ep = None
+    inputs = merge_concrete_args(module, inputs, concrete_args)
+    if concrete_args:
+        shown = ", ".join(f"{k}={v!r}" for k, v in concrete_args.items())
+        notes.append(f"traced with concrete args {shown}: the graph holds that branch only")
+    if tracer == "export":
+        if leaf_modules or autowrap_functions:
+            notes.append("leaf modules and autowrapped functions apply to the fx tracer only; ignored by export")
+        gm, ep = trace_export(module, inputs, display=display, user_file=user_file)
+    else:
+        functions = resolve_functions(
+            [f for f in autowrap_functions if isinstance(f, str)], user_module
+        ) + [f for f in autowrap_functions if callable(f)]
+        gm = trace_fx(
+            module,
+            display=display,
+            user_file=user_file,
+            concrete_args=concrete_args,
+            leaf_modules=leaf_modules,
+            autowrap_functions=functions,
+        )
+    annotate(gm, inputs, user_file=user_file, notes=notes, exported=tracer == "export")
+    return LoadedModel(
+        path=path,
+        kind=kind,
+        module=module,
+        graph_module=gm,
+        example_inputs=tuple(inputs),
+        tracer=tracer,
+        entry=entry,
+        user_module=user_module,
+        exported_program=ep,
+        notes=notes,
+    )
+
+
+def _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust=False) -> LoadedModel:
+    notes: list[str] = []
+    if tracer == "fx":
+        notes.append("a .pt2 file holds an exported (ATen-level) graph; it is shown as exported, not re-traced with fx")
+    if concrete_args or leaf_modules:
+        notes.append("concrete args and leaf modules do not apply to an already exported program; ignored")
+    ep, archive_notes = load_exported_program(path, trust=trust)
+    notes.extend(archive_notes)
+    inputs, source = program_example_inputs(ep, path, input_shapes)
+    notes.append(f"example inputs: {source}")
+    try:
+        # One unlift (issue #15: each ep.module() call costs a full one); the graph is a copy that
+        # shares its weights, as two unlifts of the same program did.
+        from fxstudio.core.module_state import share_graph_module
+
+        module = ep.module()
+        gm = share_graph_module(module)
+    except Exception as exc:  # noqa: BLE001 - unlifting may fail on unusual programs
+        raise LoadError(f"{path}: the exported program cannot be turned into a module ({type(exc).__name__}: {exc}).") from None
+    annotate(gm, inputs, user_file=None, notes=notes, exported=True)
+    return LoadedModel(
+        path=path, kind="pt2", module=module, graph_module=gm, example_inputs=inputs,
+        tracer="export", entry="", user_module=None, exported_program=ep, notes=notes,
+    )
+
+
+def _missing_inputs(path: Path, module: nn.Module, how: str) -> LoadError:
+    try:
+        params = [p for p in inspect.signature(module.forward).parameters if p not in ("self",)]
+    except (TypeError, ValueError):
+        params = []
+    takes = f" (forward takes: {', '.join(params)})" if params else ""
+    return LoadError(
+        f"{path.name}: no example inputs to run the model on{takes}. To trace and annotate it, "
+        f"{how}give one --input-shape per input, e.g. --input-shape 1,3,224,224."
+    )

@@ -1,0 +1,1 @@
+"""Helpers for the tests and benchmarks (never imported by the app): synthetic graphs of any size."""
