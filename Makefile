@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench screenshot bundle clean
+.PHONY: run test test-torch2 bench screenshot bundle clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,24 @@ test: $(STAMP)
 			"(apt-get install xvfb xdotool openbox imagemagick; .ci/run does)"; \
 	else echo "make test: end-to-end tests (tests/e2e) run on Xvfb + openbox, input through xdotool"; fi
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider -n 2
+
+# The core and CLI tests on a second torch release (pyproject.toml says why this one), in its own venv,
+# so a torch upgrade cannot silently switch off a fast path. No CPU build of it is served here: pip
+# installs the CUDA build (~4 GB, ~2 min), which runs on the CPU. CI runs it after `make test`.
+TORCH2 ?= 2.14.1
+VENV2 := .venv-torch2
+STAMP2 := $(VENV2)/.installed-$(TORCH2)
+
+$(STAMP2): pyproject.toml
+	test -x $(VENV2)/bin/python || $(PYTHON) -m venv $(VENV2)
+	$(VENV2)/bin/python -m pip install -q --upgrade pip
+	$(VENV2)/bin/python -m pip install -q torch==$(TORCH2)
+	$(VENV2)/bin/python -m pip install -q -e '.[test]'
+	$(VENV2)/bin/python -c "import torch; assert torch.__version__.startswith('$(TORCH2)'), torch.__version__"
+	touch $(STAMP2)
+
+test-torch2: $(STAMP2)
+	QT_QPA_PLATFORM=offscreen $(VENV2)/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/core tests/cli
 
 bench: $(STAMP)
 	# Graphviz dot is the layout benchmark's reference.

@@ -20,7 +20,7 @@ HEADLESS_MESSAGE = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The GUI's options (design §5): an optional model, a screenshot file, an edit script to replay."""
+    """The GUI's options (the README's "Command line"): an optional model, a screenshot file, an edit script to replay."""
     parser.add_argument("model", nargs="?", help="model file (.py, .py::Name, .pt2, .pt/.pth); default: the built-in example")
     parser.add_argument("--screenshot", metavar="PNG", help="render the window with the model loaded to PNG (offscreen) and exit")
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size for --screenshot (default 1600x1000)")

@@ -1,4 +1,4 @@
-"""The `fxstudio` command line: the GUI by default, and the headless commands of design §5.
+"""The `fxstudio` command line: the GUI by default, and the headless commands of the README's "Command line".
 
 Each subcommand lives in ``fxstudio/cli_commands/<name>.py`` with ``add_arguments(parser)`` and
 ``run(args) -> int``. Expected failures (``FxStudioError``) print their message and exit with the
@@ -22,11 +22,15 @@ SUBCOMMANDS = {
     "export": "Export a model as a standalone Python file, verified.",
     "compare": "Run the original and edited models and compare outputs node by node.",
     "layout": "Compute the canvas layout and print or write it.",
+    "pass": "Run one torch.fx pass on a model as one edit; print what changed, save the script, export.",
 }
 
 
+MODULE_NAMES = {"pass": "pass_cmd"}  # a subcommand whose module cannot bear its name (a keyword)
+
+
 def _subcommand_module(name: str):
-    return importlib.import_module(f"fxstudio.cli_commands.{name}")
+    return importlib.import_module(f"fxstudio.cli_commands.{MODULE_NAMES.get(name, name)}")
 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:

@@ -1,5 +1,11 @@
-"""``fxstudio apply MODEL EDITS.json [-o OUT.py]``: replay an edit script on a model and print the
-edited graph as ``inspect`` does; with ``-o``, export the edited module and verify it.
+"""``fxstudio apply MODEL EDITS.json [-o OUT.py] [--trust-passes] [--allow-changed-passes]``: replay an
+edit script on a model and print the edited graph as ``inspect`` does; with ``-o``, export the edited
+module and verify it.
+
+A ``run_pass`` / ``replace_pattern`` edit naming a pass file runs code from that file (relative to the
+script's folder): without ``--trust-passes`` the script is refused before anything runs (exit 2, one
+line naming the file); a file whose ``sha256`` differs from the recorded one is refused the same way
+unless ``--allow-changed-passes``. Built-in passes (``fxstudio.passes.*``) need neither.
 
 Exit status: 0 all edits applied (and exported), 1 an edit was refused (the message names its
 index in ``edits`` and the reason) or the export failed its check, 2 bad usage, an unreadable
@@ -21,6 +27,7 @@ DOC = "docs/edit-scripts.md"  # in the fxstudio source tree
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``fxstudio apply``."""
     from fxstudio.cli_commands.export import add_output_arguments
+    from fxstudio.cli_commands.pass_cmd import add_trust_arguments
 
     add_model_arguments(parser)
     parser.add_argument("edits", metavar="EDITS.json",
@@ -30,17 +37,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "2 bad usage, an unreadable model or a malformed script.")
     parser.add_argument("--json", action="store_true", help="print the edited graph's nodes as JSON")
     add_output_arguments(parser)
+    add_trust_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load, replay, print (and export with ``-o``); see the module docstring for the exit status."""
-    from fxstudio.core.document import replay
-    from fxstudio.core.edits import load_script
+    from pathlib import Path
+
+    from fxstudio.cli_commands.pass_cmd import check_script_passes, cli_pass_trust
+    from fxstudio.core.document import Document, replay_into
+    from fxstudio.core.edits import load_script, validate_script
     from fxstudio.core.inspect_view import inspect_record, lint_verdict, render_table
 
     script = load_script(args.edits)
+    validate_script(script)
+    base_dir = Path(args.edits).resolve().parent  # a pass file is relative to the script's folder
+    trust_files, allow_changed = getattr(args, "trust_passes", False), getattr(args, "allow_changed_passes", False)
+    check_script_passes(script["edits"], base_dir, trust_files=trust_files, allow_changed=allow_changed)
     loaded = load_from_args(args)
-    doc = replay(loaded, script)
+    doc = Document(loaded)
+    doc.set_pass_trust(cli_pass_trust(base_dir, trust_files=trust_files, allow_changed=allow_changed))
+    replay_into(doc, script["edits"], "stop")  # what replay() does, with the command's pass trust
     edited = dataclasses.replace(loaded, graph_module=doc.module())
     if args.json:
         record = inspect_record(edited)

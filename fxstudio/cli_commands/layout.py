@@ -12,6 +12,7 @@ import json
 
 from fxstudio.cli_commands.model_args import add_model_arguments, load_from_args
 from fxstudio.core.errors import LoadError
+from fxstudio.core.node_text import META_MODULE_PATH
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +32,7 @@ def _collapse_set(graph, requested: list[str]) -> frozenset[str]:
 
     present: set[str] = set()
     for node in graph.nodes:
-        present.update(ancestors(node.meta.get("fxs_module_path") or ""))
+        present.update(ancestors(node.meta.get(META_MODULE_PATH) or ""))
     out = set()
     for path in requested:
         if path == "*":

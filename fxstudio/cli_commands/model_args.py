@@ -1,4 +1,4 @@
-"""The model-opening options every subcommand shares (design §2): add them, then load from them.
+"""The model-opening options every subcommand shares (``load_model``'s, docs/CONTRACTS.md "Loading"): add them, then load from them.
 
 ``add_model_arguments(parser)`` adds ``MODEL`` and ``--tracer``, ``--input-shape``, ``--trust``,
 ``--concrete-arg``, ``--leaf-module``, ``--autowrap``; ``load_from_args(args)`` calls ``load_model``.
@@ -84,7 +84,7 @@ def add_loading_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_concrete_args(items: list[str]) -> dict:
-    """``["flag=True", "n=3"]`` → ``{"flag": True, "n": 3}``, values in the argument syntax of design §3."""
+    """``["flag=True", "n=3"]`` → ``{"flag": True, "n": 3}``, values in the argument syntax of docs/edit-scripts.md."""
     from fxstudio.core.argsyntax import parse_value
 
     result = {}

@@ -1,4 +1,4 @@
-"""The argument syntax of design §3: format any FX argument value as text, and parse it back.
+"""The argument syntax of docs/edit-scripts.md: format any FX argument value as text, and parse it back.
 
 Parsing uses ``ast`` against a whitelist and never ``eval``: literals (``inf``/``nan`` included),
 tuples, lists, dicts, ``...``, ``slice(a, b, c)``, ``range(a, b, c)``, ``%name`` node references,
@@ -20,6 +20,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
 
 _REF_PREFIX = "__fxsref__"
@@ -32,7 +33,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def format_value(value: Any) -> str:
-    """Text for an FX argument value in the syntax of design §3 (parses back to an equal value)."""
+    """Text for an FX argument value in the syntax of docs/edit-scripts.md (parses back to an equal value)."""
     if isinstance(value, torch.fx.Node):
         return f"%{value.name}"
     if value is None or isinstance(value, bool):
@@ -53,10 +54,10 @@ def format_value(value: Any) -> str:
         return f"torch.device({str(value)!r})"
     if isinstance(value, (torch.memory_format, torch.layout)):
         return str(value)
-    if isinstance(value, torch._ops.OpOverload):
-        return f"torch.ops.{value.namespace}.{value._schema.name.split('::')[-1]}.{value._overloadname}"
-    if isinstance(value, torch._ops.OpOverloadPacket):
-        return f"torch.ops.{value._qualified_op_name.replace('::', '.')}"
+    if isinstance(value, fx_compat.OpOverload):
+        return f"torch.ops.{value.namespace}.{fx_compat.op_base_name(value)}.{fx_compat.op_overload_name(value)}"
+    if isinstance(value, fx_compat.OpOverloadPacket):
+        return f"torch.ops.{fx_compat.packet_qualified_name(value).replace('::', '.')}"
     if isinstance(value, slice):
         parts = [value.start, value.stop] + ([value.step] if value.step is not None else [])
         return "slice(" + ", ".join(format_value(p) for p in parts) + ")"
@@ -160,23 +161,27 @@ def _lookup(graph: NodeLookup) -> Callable[[str], torch.fx.Node | None]:
     return graph
 
 
-def _replace_refs(text: str) -> str:
-    """Rewrite ``%name`` (outside string literals) as a reserved identifier the AST can hold."""
+def rewrite_percent(text: str, follows: Callable[[tokenize.TokenInfo], bool], replacement: str, width: int) -> str:
+    """Replace the ``width`` characters at each ``%`` operator token directly followed by a token ``follows``
+    accepts, outside string literals, with ``replacement``; ``text`` unchanged when it does not tokenize (the
+    parser then reports the error)."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, IndentationError, SyntaxError):
-        return text  # let ast report the error
-    lines = text.splitlines(keepends=True)
+        return text
     starts = [0]
-    for line in lines:
+    for line in text.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
-    cuts = []
-    for tok, nxt in zip(tokens, tokens[1:]):
-        if tok.type == tokenize.OP and tok.string == "%" and nxt.type == tokenize.NAME and nxt.start == tok.end:
-            cuts.append(starts[tok.start[0] - 1] + tok.start[1])
+    cuts = [starts[tok.start[0] - 1] + tok.start[1] for tok, nxt in zip(tokens, tokens[1:])
+            if tok.type == tokenize.OP and tok.string == "%" and nxt.start == tok.end and follows(nxt)]
     for off in reversed(cuts):
-        text = text[:off] + _REF_PREFIX + text[off + 1:]
+        text = text[:off] + replacement + text[off + width:]
     return text
+
+
+def _replace_refs(text: str) -> str:
+    """Rewrite ``%name`` (outside string literals) as a reserved identifier the AST can hold."""
+    return rewrite_percent(text, lambda nxt: nxt.type == tokenize.NAME, _REF_PREFIX, 1)
 
 
 _NAMED_FLOATS = {"inf": math.inf, "nan": math.nan}
@@ -361,7 +366,7 @@ def _resolve_op(path: str, fail: Callable[[str], Exception]) -> Any:
             obj = getattr(obj, part)
         except (AttributeError, RuntimeError):
             raise fail(f"{path} is not a torch.ops operator") from None
-    if not isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+    if not isinstance(obj, fx_compat.OP_TYPES):
         raise fail(f"{path} is not a torch.ops operator overload")
     return obj
 

@@ -34,8 +34,8 @@ import re
 from collections.abc import Iterable
 
 import torch.fx
-from torch.fx.graph import CodeGen
 
+from fxstudio.core import fx_compat
 from fxstudio.core.code_lines import LineEdit, apply_edits, make_edits
 
 MAX_NODES = 64
@@ -49,7 +49,8 @@ _MISSING = object()
 def _generated(node: torch.fx.Node) -> tuple:
     """What a node's line is made of: inputs (fx's order), op, target, args, kwargs, type.
     (:meth:`IncrementalCode._index` builds the same tuple inline.)"""
-    return (tuple(node._input_nodes), node.op, node.target, node._args, node._kwargs, node.type)
+    return (tuple(fx_compat.node_input_nodes(node)), node.op, node.target, fx_compat.node_args(node),
+            fx_compat.node_kwargs(node), node.type)
 
 
 def _same(node: torch.fx.Node, generated: tuple) -> bool:
@@ -59,8 +60,8 @@ def _same(node: torch.fx.Node, generated: tuple) -> bool:
     the same text; a new but equal tuple just costs a regeneration of that line.
     """
     _, op, target, args, kwargs, type_ = generated
-    return (node.op == op and node.target is target and node._args is args and node._kwargs is kwargs
-            and node.type is type_)
+    return (node.op == op and node.target is target and fx_compat.node_args(node) is args
+            and fx_compat.node_kwargs(node) is kwargs and node.type is type_)
 
 
 def _defines(text: str, name: str) -> bool:
@@ -164,17 +165,20 @@ class IncrementalCode:
         self._generated = generated = {}
         self._last_user = last_user = {}
         self._output_editable = False
-        codegen = graph._codegen
-        if type(codegen)._gen_python_code is not CodeGen._gen_python_code or codegen._body_transformer is not None:
+        codegen = fx_compat.graph_codegen(graph)
+        if not fx_compat.is_standard_codegen(codegen):
             return f"custom code generator {type(codegen).__name__}"
         renamed = [name for name in self._globals if _SUFFIXED.search(name)]
         if renamed:
             return f"a global was renamed by fx's namespace ({renamed[0]})"
         lines = self._lines
-        start = pc._prologue_start - 1
-        self._def_line = pc._prologue_start
+        line_map = fx_compat.code_line_map(pc)
+        if line_map is None:
+            return "fx gives no line map of its code"
+        start = line_map[0] - 1
+        self._def_line = line_map[0]
         extra: list[tuple[int, int]] = []
-        for key, i in pc._lineno_map.items():  # in line order
+        for key, i in line_map[1].items():  # in line order
             if i is not None:
                 if line[i] < 0:
                     line[i] = key + start
@@ -185,15 +189,15 @@ class IncrementalCode:
             if nodes[i] is not output or lines[k].strip():
                 return f"node {nodes[i].name} owns more than one line"
         for node in reversed(nodes):
-            for value in node._input_nodes:
+            for value in fx_compat.node_input_nodes(node):
                 if value not in last_user:
                     last_user[value] = node
         # One pass, inlined (10k nodes): remember each node, check its line is its own and ends
         # with the deletion suffix fx's rules give (a guard on this module's reading of them).
         for i, node in enumerate(nodes):
-            inputs = tuple(node._input_nodes)
+            inputs = tuple(fx_compat.node_input_nodes(node))
             op = node.op
-            generated[node] = (inputs, op, node.target, node._args, node._kwargs, node.type)
+            generated[node] = (inputs, op, node.target, fx_compat.node_args(node), fx_compat.node_kwargs(node), node.type)
             k = line[i]
             if op == "placeholder":
                 if k >= 0:
@@ -299,24 +303,18 @@ class IncrementalCode:
                 return self._refuse(f"node {node.name} moved")
             if (after is not nodes[i + 1]) if i + 1 < len(nodes) else (after.op != "root"):
                 return self._refuse(f"node {node.name} moved")
-            if not _same(node, generated[node]):
-                reason = self._unwritable(node)
-                if reason:
-                    return self._refuse(reason)
-                regenerate.append(node)
+            if not self._note_change(node, regenerate):
+                return None
 
-        emits: dict[torch.fx.Node, str] = {}
-        for node in regenerate:
-            emit = self._fresh_emit(node)
-            if emit is None:
-                return self._refuse(self.reason)
-            emits[node] = emit
+        emits = self._fresh_emits(regenerate)
+        if emits is None:
+            return None
 
         # Values whose users changed: inputs a regenerated node lost or gained.
         values: dict[torch.fx.Node, None] = {}
         for node in regenerate:
             values.update(dict.fromkeys(generated[node][0]))
-            values.update(node._input_nodes)
+            values.update(fx_compat.node_input_nodes(node))
         new_last: dict[torch.fx.Node, torch.fx.Node | None] = {}
         for value in values:
             users = value.users
@@ -364,7 +362,8 @@ class IncrementalCode:
             return None
         changed = list(dict.fromkeys(changed))
         pos = self._pos
-        if len(graph.nodes) == len(self._nodes) and all(node in pos and not node._erased for node in changed):
+        if len(graph.nodes) == len(self._nodes) and all(
+                node in pos and not fx_compat.node_erased(node) for node in changed):
             lines = self.update(graph, changed)
             return None if lines is None else [LineEdit(k, 1, (text,)) for k, text in sorted(lines.items())]
         return self._restructure(graph, changed)
@@ -389,7 +388,7 @@ class IncrementalCode:
                     return f"more than {MAX_NODES} nodes added"
             else:
                 if j != i:
-                    if j < i or any(not nodes[k]._erased for k in range(i, j)):
+                    if j < i or any(not fx_compat.node_erased(nodes[k]) for k in range(i, j)):
                         return f"node {node.name} moved"
                     removed.extend(nodes[i:j])
                     if len(removed) > MAX_NODES:
@@ -401,7 +400,7 @@ class IncrementalCode:
                     pending = []
                 i = j + 1
             order.append(node)
-        if any(not node._erased for node in nodes[i:]):
+        if any(not fx_compat.node_erased(node) for node in nodes[i:]):
             return "nodes moved"
         removed.extend(nodes[i:])
         if pending:
@@ -442,26 +441,20 @@ class IncrementalCode:
                 continue
             if node not in pos:
                 return self._refuse(f"changed node {node.name} is not in the graph")
-            if not _same(node, generated[node]):
-                reason = self._unwritable(node)
-                if reason:
-                    return self._refuse(reason)
-                regenerate.append(node)
+            if not self._note_change(node, regenerate):
+                return None
         if len(regenerate) + len(removed) > MAX_NODES:
             return self._refuse(f"more than {MAX_NODES} nodes changed")
-        emits: dict[torch.fx.Node, str] = {}
-        for node in regenerate:
-            emit = self._fresh_emit(node)
-            if emit is None:
-                return self._refuse(self.reason)
-            emits[node] = emit
+        emits = self._fresh_emits(regenerate)
+        if emits is None:
+            return None
 
         # Values whose users changed: the new nodes, and the inputs new, removed and regenerated
         # nodes have or had.
         new_pos = {node: k for k, node in enumerate(order)}
         values: dict[torch.fx.Node, None] = dict.fromkeys(added)
         for node in regenerate:
-            values.update(node._input_nodes)
+            values.update(fx_compat.node_input_nodes(node))
             if node not in new:
                 values.update(dict.fromkeys(generated[node][0]))
         for node in removed:
@@ -508,6 +501,28 @@ class IncrementalCode:
         self.reason = ""
         return edits
 
+    def _note_change(self, node: torch.fx.Node, regenerate: list[torch.fx.Node]) -> bool:
+        """Add ``node`` to ``regenerate`` when what its line is made of changed. False (refused,
+        :attr:`reason` set) when that line cannot be rewritten alone."""
+        if not _same(node, self._generated[node]):
+            reason = self._unwritable(node)
+            if reason:
+                self._refuse(reason)
+                return False
+            regenerate.append(node)
+        return True
+
+    def _fresh_emits(self, regenerate: list[torch.fx.Node]) -> dict[torch.fx.Node, str] | None:
+        """Each node of ``regenerate``'s new line (:meth:`_fresh_emit`); None (refused) when one
+        cannot be written alone."""
+        emits: dict[torch.fx.Node, str] = {}
+        for node in regenerate:
+            emit = self._fresh_emit(node)
+            if emit is None:
+                return self._refuse(self.reason)
+            emits[node] = emit
+        return emits
+
     def _unwritable(self, node: torch.fx.Node) -> str:
         """Why the changed line of a known node cannot be rewritten alone ("" when it can)."""
         if node.op == "placeholder" or (node.op == "output" and (not self._output_editable or node.type is not None)):
@@ -523,7 +538,7 @@ class IncrementalCode:
         :attr:`reason` set) when fx would not write it the same way inside the whole graph."""
         scratch = torch.fx.Graph()
         env: dict[torch.fx.Node, torch.fx.Node] = {}
-        inputs = list(node._input_nodes)
+        inputs = list(fx_compat.node_input_nodes(node))
         for value in inputs:
             placeholder = scratch.placeholder(value.name)
             if placeholder.name != value.name:
@@ -538,7 +553,7 @@ class IncrementalCode:
             scratch.output(copy)
         else:
             # The return line is the code generator's (pytree-unflattening for exported graphs).
-            scratch._codegen = self._graph._codegen
+            fx_compat.set_graph_codegen(scratch, fx_compat.graph_codegen(self._graph))
         try:
             pc = scratch.python_code(root_module="self")
         except Exception as exc:  # noqa: BLE001 (a generator that cannot write this fragment)
@@ -548,8 +563,12 @@ class IncrementalCode:
             if self._globals.get(name, _MISSING) is not obj:
                 self.reason = f"node {node.name} needs a global the code does not have ({name})"
                 return None
-        start = pc._prologue_start - 1
-        mine = [key + start for key, i in pc._lineno_map.items() if i == len(inputs)]
+        line_map = fx_compat.code_line_map(pc)
+        if line_map is None:
+            self.reason = "fx gives no line map of its code"
+            return None
+        start = line_map[0] - 1
+        mine = [key + start for key, i in line_map[1].items() if i == len(inputs)]
         lines = pc.src.split("\n")
         if not mine or any(lines[k].strip() for k in mine[1:]):
             self.reason = f"node {node.name} gives more than one line"

@@ -14,27 +14,15 @@ from dataclasses import dataclass, field
 import torch
 import torch.fx
 
-from fxstudio.core.edits import (FORMAT, ID_KEY, Changes, EditState, Primitive, ShapeRefresher, Transaction, check_fields,
-                                 cycle_path, load_script, new_script, op_del_kwarg, op_duplicate, op_eliminate_dead_code,
-                                 op_erase, op_insert, op_rename, op_replace_uses, op_set_arg, op_set_target, save_script,
+from fxstudio.core.edits import (FORMAT, ID_KEY, OPS, Changes, EditState, PreparedEdit, Primitive, ReplayReport,
+                                 ShapeRefresher, Transaction, check_fields, compute_outcome, cycle_path, load_script, new_script, replay_into, save_script,
                                  validate_script)
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.model import LoadedModel
 from fxstudio.core.module_state import share_graph_module
 
-__all__ = ["Document", "DocumentEvent", "FORMAT", "load_script", "replay", "save_script"]
-
-_OPS = {
-    "set_arg": op_set_arg,
-    "del_kwarg": op_del_kwarg,
-    "insert": op_insert,
-    "erase": op_erase,
-    "replace_uses": op_replace_uses,
-    "set_target": op_set_target,
-    "duplicate": op_duplicate,
-    "rename": op_rename,
-    "eliminate_dead_code": op_eliminate_dead_code,
-}
+__all__ = ["Document", "DocumentEvent", "EditResult", "FORMAT", "ReplayReport", "load_script", "replay", "replay_into",
+           "save_script"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +30,17 @@ class DocumentEvent:
     """What changed: ``kind`` is "edited", "undone", "redone", "reset" or "saved"; ids are node ids."""
 
     kind: str
+    label: str
+    added: frozenset[int] = frozenset()
+    removed: frozenset[int] = frozenset()
+    changed: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class EditResult:
+    """What an applied edit (or compound command) changed: its History ``label`` and the node ids it
+    ``added``, ``removed`` and ``changed``, the sets its "edited" ``DocumentEvent`` carries."""
+
     label: str
     added: frozenset[int] = frozenset()
     removed: frozenset[int] = frozenset()
@@ -77,6 +76,7 @@ class Document:
         self._stale = False
         self._subscribers: list[Callable[[DocumentEvent], None]] = []
         self._shapes = ShapeRefresher(self.edited)
+        self._serial = 0  # counts every change of the edited graph: a prepared pass is for one state
 
     # ------------------------------------------------------------------ module and nodes
 
@@ -115,6 +115,36 @@ class Document:
                 return node
         return None
 
+    # ------------------------------------------------------------------ node metadata (fxs_* keys)
+
+    def module_path_of(self, node: torch.fx.Node) -> str:
+        """Dotted path of the submodule ``node`` was traced in (``""`` at the top)."""
+        from fxstudio.core import node_text
+
+        return node.meta.get(node_text.META_MODULE_PATH) or ""
+
+    def module_stack_of(self, node: torch.fx.Node) -> list[tuple[str, str]]:
+        """``[(path, class_name), ...]`` of the submodules around ``node``, outermost first."""
+        from fxstudio.core import node_text
+
+        return list(node.meta.get(node_text.META_MODULE_STACK) or [])
+
+    def source_of(self, node: torch.fx.Node) -> dict | None:
+        """``{"file", "line", "code"}`` of the user's source line of ``node``, or None."""
+        from fxstudio.core import node_text
+
+        return node.meta.get(node_text.META_SOURCE) or None
+
+    def shape_text_of(self, node: torch.fx.Node) -> str:
+        """``"1×64×56×56 float32"`` for ``node``'s output, ``""`` when unknown."""
+        from fxstudio.core import node_text
+
+        return node_text.shape_text(node)
+
+    def original_names_by_id(self) -> dict[int, str]:
+        """Node name of every node of the original graph, by stable id."""
+        return {n.meta.get(ID_KEY): n.name for n in self.original.graph.nodes}
+
     # ------------------------------------------------------------------ events
 
     def subscribe(self, callback: Callable[[DocumentEvent], None]) -> Callable[[], None]:
@@ -151,14 +181,16 @@ class Document:
         for callback in list(self._subscribers):
             callback(event)
 
-    def _emit(self, kind: str, label: str, changes: Changes | None = None) -> None:
+    def _emit(self, kind: str, label: str, changes: Changes | None = None) -> DocumentEvent:
         changes = changes or Changes()
         if kind in ("edited", "undone", "redone"):
+            self._serial += 1
             self._refresh_shapes(changes)
         event = DocumentEvent(kind, label, frozenset(changes.added), frozenset(changes.removed),
                               frozenset(changes.changed))
         for callback in list(self._subscribers):
             callback(event)
+        return event
 
     # ------------------------------------------------------------------ edits
 
@@ -169,15 +201,15 @@ class Document:
         for i, edit in enumerate(edits):
             try:
                 op = check_fields(edit)
-                label, record = _OPS[op](tx, edit)
+                label, record = OPS[op].handler(tx, edit)
             except Exception as exc:  # noqa: BLE001 - refused, or a bug: either way nothing may change
                 tx.rollback()
                 err = exc if isinstance(exc, EditRefused) else EditRefused(
                     f"The edit could not be applied ({type(exc).__name__}: {exc}); nothing was changed.")
                 err.internal = not isinstance(exc, EditRefused)  # a bug of the engine, not a refusal
                 if len(edits) > 1:
-                    wrapped = EditRefused(f"Edit {i + 1} of {len(edits)}: {err.message}", hint=err.hint)
-                    wrapped.internal = err.internal
+                    wrapped = EditRefused(f"Edit {i + 1} of {len(edits)}: {err.message}", hint=err.hint,
+                                          internal=err.internal)
                     raise wrapped from (exc if err.internal else None)
                 if err is exc:
                     raise
@@ -186,13 +218,33 @@ class Document:
             records.append(record)
         return tx, labels, records
 
-    def apply_edit(self, edit: dict) -> None:
-        """Validate and apply one edit of design §4 as one undoable command; raises ``EditRefused``
-        (and changes nothing) when it is refused."""
-        self.apply_edits([edit])
+    def apply_edit(self, edit: dict, prepared: PreparedEdit | None = None) -> EditResult:
+        """Validate and apply one edit (docs/edit-scripts.md "Ops") as one undoable command and return what it
+        changed; raises ``EditRefused`` (and changes nothing) when it is refused. ``prepared``: this
+        edit's pass already run by :meth:`prepare_edit` (only its result is installed now)."""
+        if prepared is None:
+            return self.apply_edits([edit])
+        if prepared.serial != self._serial or prepared.edit != edit:
+            raise EditRefused("The graph changed while the pass ran; nothing was changed (run it again).")
+        self._state.prepared_outcome = (edit, prepared.outcome)
+        try:
+            return self.apply_edits([edit])
+        finally:
+            self._state.prepared_outcome = None
 
-    def apply_edits(self, edits: list[dict], label: str | None = None) -> None:
-        """Apply several edits as one compound command (one undo step); all or nothing."""
+    def prepare_edit(self, edit: dict) -> PreparedEdit:
+        """Run the pass of a ``run_pass`` / ``replace_pattern`` edit on a working copy, changing nothing,
+        so that ``apply_edit(edit, prepared)`` only installs it. Safe in a worker thread while no edit
+        happens (the window waits, and may cancel: the copy is then dropped). Raises ``EditRefused``
+        as ``apply_edit`` would."""
+        if not isinstance(edit, dict) or edit.get("op") not in ("run_pass", "replace_pattern"):
+            raise EditRefused("Only run_pass and replace_pattern edits run ahead of applying.")
+        check_fields(edit)
+        return PreparedEdit(self._serial, dict(edit), compute_outcome(self._state, edit))
+
+    def apply_edits(self, edits: list[dict], label: str | None = None) -> EditResult:
+        """Apply several edits as one compound command (one undo step); all or nothing. Returns what
+        the command changed (the sets of its "edited" event)."""
         if not edits:
             raise EditRefused("No edits to apply.")
         tx, labels, records = self._run(list(edits))
@@ -204,7 +256,8 @@ class Document:
         self._commands.append(Command(label, tx.done, records))
         self._index += 1
         self._stale = True
-        self._emit("edited", label, tx.changes)
+        event = self._emit("edited", label, tx.changes)
+        return EditResult(event.label, event.added, event.removed, event.changed)
 
     def check_edit(self, edit: dict) -> str | None:
         """Why ``edit`` would be refused, or None if it would apply. Changes nothing either way."""
@@ -291,6 +344,16 @@ class Document:
         where = self._commands[index - 1].label if index else "the original graph"
         self._emit(kind, f"Go to {where}", changes)
 
+    def rewind(self, index: int) -> None:
+        """Go back to ``history_index == index`` and forget the commands after it (no redo): what a
+        replay refused under the "stop" policy applied is then gone without a trace."""
+        if not isinstance(index, int) or not 0 <= index <= self._index:
+            raise EditRefused(f"History position {index!r} is outside 0..{self._index}.")
+        self.go_to(index)
+        del self._commands[index:]
+        if self._saved_index is not None and self._saved_index > index:
+            self._saved_index = None
+
     # ------------------------------------------------------------------ saving and scripts
 
     @property
@@ -304,28 +367,31 @@ class Document:
         self._emit("saved", "Saved")
 
     def edit_script(self) -> dict:
-        """The applied commands as an edit script of design §4 (compound commands are flattened)."""
+        """The applied commands as an edit script (docs/edit-scripts.md; compound commands are flattened)."""
         return new_script([r for c in self._commands[: self._index] for r in c.records])
 
     def edit_groups(self) -> list[int]:
         """How many edits of :meth:`edit_script` each applied command holds (one per History row)."""
         return [len(c.records) for c in self._commands[: self._index]]
 
+    def set_pass_trust(self, trust: "PassTrust") -> None:  # noqa: F821 - fxstudio.core.passes.PassTrust
+        """Which pass files ``run_pass`` / ``replace_pattern`` may run from now on, and the folder a
+        relative ``file`` is relative to (``fxstudio.core.passes.PassTrust``; default: no file runs)."""
+        from fxstudio.core.passes import PassTrust
+
+        if not isinstance(trust, PassTrust):
+            raise TypeError(f"set_pass_trust needs a PassTrust, not {type(trust).__name__}")
+        self._state.pass_trust = trust
+
 
 def replay(loaded: LoadedModel, script: dict) -> Document:
     """A new document for ``loaded`` with the script's edits applied one command each.
 
     Raises ``ScriptError`` for a malformed script and ``EditRefused`` naming the first refused edit
-    by its 1-based number, as History numbers edits (its ``index`` attribute is 0-based).
+    by its 1-based number, as History numbers edits (its ``index`` attribute is 0-based): the
+    ``"stop"`` policy of ``replay_into``.
     """
     validate_script(script)
     doc = Document(loaded)
-    edits = script["edits"]
-    for i, edit in enumerate(edits):
-        try:
-            doc.apply_edit(edit)
-        except EditRefused as exc:
-            err = EditRefused(f"Edit {i + 1} ({edit.get('op')}) of {len(edits)} was refused: {exc.message}", hint=exc.hint)
-            err.index = i
-            raise err from None
+    replay_into(doc, script["edits"], "stop")
     return doc

@@ -34,9 +34,21 @@ class TraceError(LoadError):
 
 
 class EditRefused(FxStudioError):
-    """An edit that validation refused; nothing was changed (exit 1)."""
+    """An edit that validation refused; nothing was changed (exit 1).
+
+    ``internal`` is True when the refusal is an unexpected exception of the edit engine (a bug),
+    rolled back like a refusal; ``index`` is the 0-based position of the refused edit in a replayed
+    script (``replay``), else None.
+    """
 
     exit_code = 1
+    internal: bool = False
+    index: int | None = None
+
+    def __init__(self, message: str, *, hint: str | None = None, internal: bool = False, index: int | None = None):
+        super().__init__(message, hint=hint)
+        self.internal = internal
+        self.index = index
 
 
 class ScriptError(FxStudioError):

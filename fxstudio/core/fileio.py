@@ -8,6 +8,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 DISK_FULL = "disk full (no space left on device)"
@@ -53,6 +54,20 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Atomically write ``text`` (UTF-8) to ``path``."""
     return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def read_capped(path: str | os.PathLike, limit: int, unreadable: Callable[[OSError], Exception],
+                too_large: Callable[[], Exception]) -> bytes:
+    """The bytes of ``path``, reading at most ``limit + 1`` of them: raises ``unreadable(exc)`` when
+    the file cannot be read and ``too_large()`` when it holds more than ``limit`` bytes."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise unreadable(exc) from None
+    if len(data) > limit:
+        raise too_large()
+    return data
 
 
 def pid_folder_prefix(prefix: str) -> str:

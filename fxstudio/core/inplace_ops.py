@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 import torch.fx
-import torch.utils._pytree
+
+from fxstudio.core import fx_compat
 
 
 _INPLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
@@ -36,7 +37,7 @@ def may_mutate(node: torch.fx.Node, gm: torch.nn.Module, modules: dict[str, torc
     if node.op == "call_function":
         if target in _INPLACE_OPERATORS:
             return True
-        schema = getattr(target, "_schema", None)  # aten ops say so themselves (add_.Tensor, copy_)
+        schema = fx_compat.op_schema(target)  # aten ops say so themselves (add_.Tensor, copy_)
         if schema is not None and getattr(schema, "is_mutable", False):
             return True
         name = getattr(target, "__name__", "") or ""
@@ -64,4 +65,4 @@ def mutating_nodes(gm: torch.fx.GraphModule,
 
 def clone_tensors(value: Any) -> Any:
     """``value`` with every tensor in it cloned (containers rebuilt, other leaves shared)."""
-    return torch.utils._pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, value)
+    return fx_compat.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, value)

@@ -1,6 +1,6 @@
 """What ``fxstudio inspect`` shows: an aligned node table and a JSON record of every node.
 
-Arguments are written in the argument syntax of design §3 (``%name`` for node references).
+Arguments are written in the argument syntax of docs/edit-scripts.md (``%name`` for node references).
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import torch.fx
 from torch.fx.passes.shape_prop import TensorMetadata
 
 from fxstudio.core.argsyntax import format_value
-from fxstudio.core.metadata import dtype_name, normalized_arguments, shape_text
+from fxstudio.core.metadata import normalized_arguments
 from fxstudio.core.model import LoadedModel
-from fxstudio.core.targets import format_target
+from fxstudio.core.node_text import (META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, META_SOURCE,
+                                     dims_text, dtype_name, shape_text, target_text)
 
 INSPECT_FORMAT = "fxstudio.inspect/1"
 TABLE_COLUMNS = ("name", "op", "target", "args", "kwargs", "shape", "dtype")
@@ -48,7 +49,7 @@ def node_record(node: torch.fx.Node, loaded: LoadedModel) -> dict:
     record = {
         "name": node.name,
         "op": node.op,
-        "target": format_target(node, loaded.user_module),
+        "target": target_text(node, loaded.user_module),
         "args": format_value(tuple(node.args)),
         "kwargs": format_value(dict(node.kwargs)),
         "normalized": {k: format_value(v) for k, v in normalized.items()} if normalized is not None else None,
@@ -56,13 +57,13 @@ def node_record(node: torch.fx.Node, loaded: LoadedModel) -> dict:
         "inputs": [n.name for n in node.all_input_nodes],
         "users": [n.name for n in node.users],
         "tensor_meta": _tensor_meta_record(node.meta.get("tensor_meta")),
-        "shape": _jsonable(node.meta.get("fxs_shape")),
-        "dtype": node.meta.get("fxs_dtype"),
+        "shape": _jsonable(node.meta.get(META_SHAPE)),
+        "dtype": node.meta.get(META_DTYPE),
         "shape_text": shape_text(node),
-        "module_path": node.meta.get("fxs_module_path", ""),
-        "module_stack": [list(item) for item in node.meta.get("fxs_module_stack", [])],
-        "source": node.meta.get("fxs_source"),
-        "hidden": bool(node.meta.get("fxs_hidden", False)),
+        "module_path": node.meta.get(META_MODULE_PATH, ""),
+        "module_stack": [list(item) for item in node.meta.get(META_MODULE_STACK, [])],
+        "source": node.meta.get(META_SOURCE),
+        "hidden": bool(node.meta.get(META_HIDDEN, False)),
     }
     if node.op == "call_module":
         try:
@@ -103,8 +104,7 @@ def inspect_record(loaded: LoadedModel) -> dict:
 
 def _input_text(value) -> str:
     if isinstance(value, torch.Tensor):
-        dims = "×".join(str(s) for s in value.shape) or "scalar"
-        return f"{dims} {dtype_name(value.dtype)}"
+        return f"{dims_text(tuple(value.shape))} {dtype_name(value.dtype)}"
     return format_value(value)
 
 
@@ -116,21 +116,21 @@ def table_rows(loaded: LoadedModel, *, show_hidden: bool = False) -> list[tuple[
     """One row of ``TABLE_COLUMNS`` per node (hidden export plumbing left out unless asked)."""
     rows = []
     for node in loaded.graph_module.graph.nodes:
-        if node.meta.get("fxs_hidden") and not show_hidden:
+        if node.meta.get(META_HIDDEN) and not show_hidden:
             continue
-        shape = node.meta.get("fxs_shape")
-        dtype = node.meta.get("fxs_dtype")
+        shape = node.meta.get(META_SHAPE)
+        dtype = node.meta.get(META_DTYPE)
         if isinstance(shape, list):
             shape_cell = shape_text(node)
             dtype_cell = ", ".join(d or "?" for d in dtype) if isinstance(dtype, list) else ""
         else:
-            shape_cell = "×".join(str(s) for s in shape) if shape else ("scalar" if shape == () else "")
+            shape_cell = dims_text(shape) if shape is not None else ""
             dtype_cell = dtype or ""
         rows.append(
             (
                 node.name,
                 node.op,
-                _clip(format_target(node, loaded.user_module)),
+                _clip(target_text(node, loaded.user_module)),
                 _clip(format_value(tuple(node.args))),
                 _clip(format_value(dict(node.kwargs))) if node.kwargs else "",
                 shape_cell,

@@ -213,7 +213,7 @@ class Journal:
 
     def write(self, script: dict[str, Any], *, labels: list[str] | None = None, groups: list[int] | None = None,
               options: dict[str, Any] | None = None) -> Path | None:
-        """Record ``script`` (an edit script, design §4) as the unsaved work, atomically.
+        """Record ``script`` (an edit script, docs/edit-scripts.md) as the unsaved work, atomically.
 
         ``labels`` and ``groups`` give each undoable command's History label and edit count.
         A script without edits removes the journal instead (nothing to recover) and returns None.

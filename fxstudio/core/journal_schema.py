@@ -1,5 +1,5 @@
 """The schema of an autosave journal file: every field and every type is checked before a journal
-is offered for recovery, and again before one is written. A journal is data (design §10): its
+is offered for recovery, and again before one is written. A journal is data (docs/CONTRACTS.md "Trust boundary"): its
 options are validated against the keys and types the window itself writes, and its edits go
 through the edit-script validator. Qt-free.
 """

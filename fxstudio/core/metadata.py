@@ -10,15 +10,18 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import types
 import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx
-from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
+from torch.fx.passes.shape_prop import TensorMetadata
 
+from fxstudio.core import fx_compat
+from fxstudio.core import signatures
+from fxstudio.core.node_text import (META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, META_SOURCE,
+                                     callable_text, dtype_name, shape_text)  # noqa: F401 - shape_text: re-exported
 from fxstudio.core.shape_propagation import propagate_shapes
 
 _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]*)\n(?P<code>[^\n]*)')
@@ -42,13 +45,13 @@ def annotate(
     for node in gm.graph.nodes:
         _write_shape_keys(node)
         stack = module_stack_of(node, gm)
-        node.meta["fxs_module_stack"] = stack
-        node.meta["fxs_module_path"] = stack[-1][0] if stack else ""
+        node.meta[META_MODULE_STACK] = stack
+        node.meta[META_MODULE_PATH] = stack[-1][0] if stack else ""
         source = source_of(node, user_path)
         if source:
-            node.meta["fxs_source"] = source
+            node.meta[META_SOURCE] = source
         else:
-            node.meta.pop("fxs_source", None)
+            node.meta.pop(META_SOURCE, None)
     if exported:
         mark_hidden(gm)
 
@@ -68,7 +71,7 @@ def _tensor_meta_from_values(gm: torch.fx.GraphModule) -> None:
 def _meta_of(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         try:
-            return _extract_tensor_metadata(value)
+            return fx_compat.extract_tensor_metadata(value)
         except Exception:  # noqa: BLE001 - symbolic sizes etc.
             return None
     if isinstance(value, (list, tuple)):
@@ -79,14 +82,14 @@ def _meta_of(value: Any) -> Any:
 def _write_shape_keys(node: torch.fx.Node) -> None:
     meta = node.meta.get("tensor_meta")
     if isinstance(meta, TensorMetadata):
-        node.meta["fxs_shape"] = _shape_tuple(meta.shape)
-        node.meta["fxs_dtype"] = dtype_name(meta.dtype)
+        node.meta[META_SHAPE] = _shape_tuple(meta.shape)
+        node.meta[META_DTYPE] = dtype_name(meta.dtype)
     elif isinstance(meta, (list, tuple)) and meta:
-        node.meta["fxs_shape"] = [_shape_tuple(m.shape) if isinstance(m, TensorMetadata) else None for m in meta]
-        node.meta["fxs_dtype"] = [dtype_name(m.dtype) if isinstance(m, TensorMetadata) else None for m in meta]
+        node.meta[META_SHAPE] = [_shape_tuple(m.shape) if isinstance(m, TensorMetadata) else None for m in meta]
+        node.meta[META_DTYPE] = [dtype_name(m.dtype) if isinstance(m, TensorMetadata) else None for m in meta]
     else:
-        node.meta["fxs_shape"] = None
-        node.meta["fxs_dtype"] = None
+        node.meta[META_SHAPE] = None
+        node.meta[META_DTYPE] = None
 
 
 def _shape_tuple(shape) -> tuple:
@@ -99,28 +102,6 @@ def _is_concrete(s) -> bool:
         return True
     except Exception:  # noqa: BLE001 - unbacked symbolic sizes
         return False
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    """``torch.float32`` → ``"float32"``."""
-    return str(dtype).removeprefix("torch.")
-
-
-def shape_text(node: torch.fx.Node) -> str:
-    """``"1×64×56×56 float32"`` for a tensor node, ``"(2×3 float32, 4 int64)"`` for tuples, ``""`` if unknown."""
-    shape, dtype = node.meta.get("fxs_shape"), node.meta.get("fxs_dtype")
-    if shape is None:
-        return ""
-    if isinstance(shape, list):
-        dtypes = dtype if isinstance(dtype, list) else [None] * len(shape)
-        parts = [_one_shape_text(s, d) if s is not None else "?" for s, d in zip(shape, dtypes)]
-        return "(" + ", ".join(parts) + ")"
-    return _one_shape_text(shape, dtype)
-
-
-def _one_shape_text(shape: tuple, dtype: str | None) -> str:
-    dims = "×".join(str(s) for s in shape) if shape else "scalar"
-    return f"{dims} {dtype}" if dtype else dims
 
 
 # ---- module paths -------------------------------------------------------------------------------
@@ -219,7 +200,7 @@ def mark_hidden(gm: torch.fx.GraphModule) -> int:
         elif node.op == "get_attr" and node.users and _is_param_or_buffer(gm, str(node.target)):
             hidden = True
         if hidden:
-            node.meta["fxs_hidden"] = True
+            node.meta[META_HIDDEN] = True
             count += 1
     return count
 
@@ -230,7 +211,7 @@ def _is_param_or_buffer(gm: torch.nn.Module, target: str) -> bool:
         owner = gm.get_submodule(owner_path) if owner_path else gm
     except AttributeError:
         return False
-    return attr in owner._parameters or attr in owner._buffers
+    return attr in fx_compat.module_parameters(owner) or attr in fx_compat.module_buffers(owner)
 
 
 # ---- normalized arguments -----------------------------------------------------------------------
@@ -249,15 +230,10 @@ def normalized_arguments(node: torch.fx.Node) -> tuple[dict | None, str]:
             return _normalize_module(node)
         if node.op == "call_method":
             return _normalize_method(node)
-        return _normalize_function(node.target, node.args, node.kwargs, _target_name(node.target))
+        label = node.target if isinstance(node.target, str) else callable_text(node.target)
+        return _normalize_function(node.target, node.args, node.kwargs, label)
     except Exception as exc:  # noqa: BLE001 - torch's schema machinery raises broadly
         return None, f"could not match the arguments to a signature ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
-
-
-def _target_name(target: Any) -> str:
-    from fxstudio.core.targets import format_callable
-
-    return target if isinstance(target, str) else format_callable(target)
 
 
 def _normalize_module(node: torch.fx.Node) -> tuple[dict | None, str]:
@@ -281,12 +257,12 @@ def _normalize_method(node: torch.fx.Node) -> tuple[dict | None, str]:
     parameter they stand for, and the note says so.
     """
     name = str(node.target)
-    fn = getattr(torch, name, None)
-    if fn is None or not callable(fn):
-        fn = getattr(torch.ops.aten, name, None)
     label = f"Tensor.{name}"
-    if fn is None:
+    if not signatures.node_signatures(node):
+        if node.args and not signatures.is_known_tensor(node.args[0]):
+            return None, f".{name}() is called on something not known to be a tensor: its signature is unknown"
         return None, f"{label} has no torch.{name} or aten.{name} signature to match its arguments against"
+    fn = signatures.method_function(name)
     result, note = _normalize_function(fn, node.args, node.kwargs, label)
     if result is None and len(node.args) > 2 and all(_int_like(a) for a in node.args[1:]):
         packed = (node.args[0], list(node.args[1:]))
@@ -329,22 +305,11 @@ def _arg_type(value: Any) -> Any:
 
 
 def _normalize_function(target: Any, args: tuple, kwargs: dict, label: str) -> tuple[dict | None, str]:
-    from torch.fx.operator_schemas import get_signature_for_torch_op
-
-    is_op = isinstance(target, (types.BuiltinFunctionType, torch._ops.OpOverload, torch._ops.OpOverloadPacket))
-    if not is_op:
-        try:
-            sig = inspect.signature(inspect.unwrap(target))
-        except (TypeError, ValueError):
-            return None, f"{label} has no inspectable signature"
-        return _bind(sig, args, kwargs, label)
-    schemas = get_signature_for_torch_op(target) or []
+    schemas = signatures.function_signatures(target)
     if not schemas:
-        try:
-            sig = inspect.signature(target)
-        except (TypeError, ValueError):
-            return None, f"{label} has no known signature"
-        return _bind(sig, args, kwargs, label)
+        return None, f"{label} has no known signature"
+    if not signatures.is_torch_op(target):
+        return _bind(schemas[0], args, kwargs, label)
     fitting = [s for s in schemas if _binds(s, args, kwargs)]
     if not fitting:
         return None, f"no signature of {label} accepts these arguments"

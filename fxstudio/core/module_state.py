@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 import torch
 import torch.fx
-from torch.fx.graph_module import _CodeOnlyModule
 
+from fxstudio.core import fx_compat
 from fxstudio.core.same_computation import fetch_path
 
 __all__ = ["share_graph_module", "run_copy", "copy_to_run", "tensors_written_by", "written_paths", "writes_buffers",
@@ -53,10 +53,10 @@ def share_graph_module(gm: torch.fx.GraphModule, graph: torch.fx.Graph | None = 
     res = type(gm).__new__(type(gm))
     body = dict(gm.__dict__)
     body["_graph"] = graph
-    init = gm._deepcopy_init() if hasattr(gm, "_deepcopy_init") else torch.fx.GraphModule.__init__
+    init = fx_compat.deepcopy_init(gm)
     # A _CodeOnlyModule root makes GraphModule.__init__ carry over every child, parameter and
     # buffer by reference, not only those the graph names (as deepcopy does, minus the copying).
-    init(res, _CodeOnlyModule(body), graph)
+    init(res, fx_compat.code_only_module(body), graph)
     for attr in _PRESERVED_ATTRS:
         if attr in gm.__dict__:
             setattr(res, attr, copy.copy(gm.__dict__[attr]))
@@ -74,17 +74,13 @@ def state_tensors(module: torch.nn.Module) -> list[torch.Tensor]:
     """Every parameter, buffer and plain tensor attribute of ``module`` and its submodules (each once)."""
     seen: dict[int, torch.Tensor] = {}
     for m in module.modules():
-        for t in (*m._parameters.values(), *m._buffers.values()):
+        for t in (*fx_compat.module_parameters(m).values(), *fx_compat.module_buffers(m).values()):
             if t is not None:
                 seen.setdefault(id(t), t)
         for value in vars(m).values():
             if isinstance(value, torch.Tensor):
                 seen.setdefault(id(value), value)
     return list(seen.values())
-
-
-def _keep(t: torch.Tensor) -> torch.Tensor:
-    return t
 
 
 def _clone(t: torch.Tensor) -> torch.Tensor:
@@ -161,7 +157,7 @@ def tensors_written_by(gm: torch.fx.GraphModule, mutating: set[torch.fx.Node]) -
         return set()
     written: set[int] = set()
     seen: set[torch.fx.Node] = set()
-    stack = [inp for node in mutating for inp in node._input_nodes]
+    stack = [inp for node in mutating for inp in fx_compat.node_input_nodes(node)]
     while stack:
         node = stack.pop()
         if node in seen:
@@ -171,7 +167,7 @@ def tensors_written_by(gm: torch.fx.GraphModule, mutating: set[torch.fx.Node]) -
             value = fetch_path(gm, str(node.target))
             if isinstance(value, torch.Tensor):
                 written.add(id(value))
-        stack.extend(node._input_nodes)
+        stack.extend(fx_compat.node_input_nodes(node))
     return written
 
 
@@ -195,11 +191,11 @@ def writes_buffers(module: torch.nn.Module) -> bool:
     norm in training mode keeps running statistics, and a module of the user's own (not torch's,
     not a graph) that holds buffers or tensor attributes runs code nobody has looked at."""
     for m in module.modules():
-        if isinstance(m, torch.nn.modules.batchnorm._NormBase):
+        if isinstance(m, fx_compat.NORM_CLASSES):
             if m.training and m.track_running_stats:
                 return True
         elif not isinstance(m, torch.fx.GraphModule) and not type(m).__module__.startswith("torch."):
-            if m._buffers or any(isinstance(v, torch.Tensor) for v in vars(m).values()):
+            if fx_compat.module_buffers(m) or any(isinstance(v, torch.Tensor) for v in vars(m).values()):
                 return True
     return False
 

@@ -17,6 +17,8 @@ import torch.fx
 
 from torch.fx.node import map_aggregate
 
+from fxstudio.core import fx_compat
+
 
 class _Ref:
     """A node reference or a tensor constant in a signature, printed by its key."""
@@ -113,9 +115,10 @@ def same_computation(original: torch.fx.GraphModule, edited: torch.fx.GraphModul
         for node in edited.graph.nodes:
             k = key(node)
             other = orig_by_key.get(k) if k is not None else None
-            if other is None or not all(inp in same for inp in node._input_nodes):
+            if other is None or not all(inp in same for inp in fx_compat.node_input_nodes(node)):
                 continue
-            if not all(counterpart_of[inp] in other._input_nodes for inp in node._input_nodes):
+            other_inputs = fx_compat.node_input_nodes(other)
+            if not all(counterpart_of[inp] in other_inputs for inp in fx_compat.node_input_nodes(node)):
                 continue
             try:
                 if _signature(node, key) != _signature(other, key):

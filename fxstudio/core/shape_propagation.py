@@ -13,6 +13,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
+from fxstudio.core import fx_compat
 from fxstudio.core.module_state import copy_to_run
 
 
@@ -53,10 +54,7 @@ def _run_fake(gm: torch.fx.GraphModule, example_inputs: tuple) -> None:
     ``ShapeProp(gm, fake_mode=...)`` deep-copies the whole module into fake tensors, which costs
     more than the propagation itself on big models; swapping the tensors in place (and back) does not.
     """
-    from torch._subclasses.fake_tensor import FakeTensorMode
-    from torch.nn.utils.stateless import _reparametrize_module
-
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    mode = fx_compat.fake_tensor_mode(allow_non_fake_inputs=True)
     tensors = dict(gm.named_parameters(remove_duplicate=False))
     tensors.update(gm.named_buffers(remove_duplicate=False))
     # Made in the mode from shape/stride/dtype alone (cheaper than from_tensor's full description),
@@ -73,7 +71,7 @@ def _run_fake(gm: torch.fx.GraphModule, example_inputs: tuple) -> None:
     prop = ShapeProp(gm)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        with _reparametrize_module(gm, fake_tensors, tie_weights=True, strict=False), mode:
+        with fx_compat.reparametrized(gm, fake_tensors), mode:
             prop.propagate(*fake_inputs)
 
 

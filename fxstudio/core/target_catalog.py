@@ -1,4 +1,4 @@
-"""The targets a user may type for a node, in target syntax (design §3), for completion.
+"""The targets a user may type for a node, in target syntax (docs/edit-scripts.md), for completion.
 
 Qt-free: the property panel's target field and the insert dialog's picker both show these lists.
 Each list is in the order a user expects to browse it: the common choices first, then the rest
@@ -26,7 +26,7 @@ COMMON_FUNCTIONS = (
 COMMON_METHODS = ("relu", "reshape", "view", "flatten", "contiguous", "transpose", "permute", "float")
 COMMON_MODULES = ("torch.nn.ReLU()", "torch.nn.Dropout(p=0.1)", "torch.nn.Identity()", "torch.nn.GELU()")
 
-# Functions a model file defines for the loader (design §2), not for its graph.
+# Functions a model file defines for the loader (README, "Open a model"), not for its graph.
 _LOADER_HOOKS = {"example_inputs", "get_model", "build_model"}
 
 # Module classes that are containers or need a first forward to exist: no use as a new call target.
@@ -104,7 +104,7 @@ def _module_constructors() -> tuple[str, ...]:
 
 
 def user_functions(user_module: types.ModuleType | None) -> list[str]:
-    """Functions defined in the opened model file, as ``<file stem>.<fn>`` (design §3)."""
+    """Functions defined in the opened model file, as ``<file stem>.<fn>`` (docs/edit-scripts.md "Target syntax")."""
     if user_module is None:
         return []
     from fxstudio.core.targets import user_module_stem

@@ -1,4 +1,4 @@
-"""Target syntax of design §3: the text of a node's target, and resolving such text back.
+"""Target syntax (docs/edit-scripts.md): the text of a node's target, and resolving such text back.
 
 * ``call_function``: a dotted path (``torch.relu``, ``operator.add``, ``torch.ops.aten.add.Tensor``,
   ``torch.nn.functional.gelu``, ``getattr``) or ``<file stem>.fn`` for a function of the opened
@@ -17,27 +17,27 @@ import ast
 import builtins
 import inspect
 import keyword
-import operator
 import re
-import sys
 import types
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx
 from torch import nn
 
+from fxstudio.core import fx_compat
 from fxstudio.core import trust
 from fxstudio.core.argsyntax import format_value, parse_value
 from fxstudio.core.errors import EditRefused
+from fxstudio.core.node_text import callable_text as format_callable  # noqa: F401 - the name the edit engine uses
+from fxstudio.core.node_text import target_text as format_target  # noqa: F401 - the name the edit engine uses
+from fxstudio.core.node_text import user_module_stem
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MODEL_FILE_ALIAS = "model_file"
 _MAX_NEW_PARAMETERS = 100_000_000
 _RESERVED_NAMES = frozenset({"self", "torch", "operator", "math", "builtins", "fx_pytree", "pytree", "inf", "nan"})
-_PUBLIC_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft")
 
 
 @dataclass(frozen=True)
@@ -52,48 +52,6 @@ class NewSubmodule:
         """Snake-case attribute name for the new submodule (``Dropout`` → ``dropout``)."""
         name = type(self.module).__name__
         return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
-
-
-def user_module_stem(user_module: types.ModuleType | None) -> str | None:
-    """The opened model file's stem (``relu_add``), under which its functions are written."""
-    if user_module is None:
-        return None
-    file = getattr(user_module, "__file__", None)
-    return Path(file).stem if file else user_module.__name__.rsplit(".", 1)[-1]
-
-
-# ---------------------------------------------------------------------------------------- format
-
-
-def format_target(node: torch.fx.Node, user_module: types.ModuleType | None = None) -> str:
-    """The text of ``node.target`` in target syntax (parses back with ``parse_target``)."""
-    if node.op == "call_function":
-        return format_callable(node.target, user_module)
-    return str(node.target)
-
-
-def format_callable(fn: Any, user_module: types.ModuleType | None = None) -> str:
-    """Dotted path of a function target, preferring public names (``torch.nn.functional.gelu``)."""
-    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return format_value(fn)
-    name = getattr(fn, "__name__", None)
-    if name is None:
-        return repr(fn)
-    if getattr(builtins, name, None) is fn:
-        return name
-    if getattr(operator, name, None) is fn:
-        return f"operator.{name}"
-    module_name = getattr(fn, "__module__", None)
-    if user_module is not None and module_name == user_module.__name__ and getattr(user_module, name, None) is fn:
-        return f"{user_module_stem(user_module)}.{name}"
-    for ns in _PUBLIC_NAMESPACES:
-        if getattr(sys.modules.get(ns), name, None) is fn:
-            return f"{ns}.{name}"
-    try:
-        return torch.fx.node._get_qualified_name(fn)
-    except Exception:  # noqa: BLE001 - lambdas and odd callables: fall back to what Python knows
-        qual = getattr(fn, "__qualname__", name)
-        return f"{module_name}.{qual}" if module_name else qual
 
 
 # ----------------------------------------------------------------------------------------- parse
@@ -160,12 +118,14 @@ def _resolve_attr_path(gm: torch.nn.Module | None, path: str, *, want_module: bo
         trust.check_attribute_part(path, part)
         if not isinstance(obj, nn.Module):  # only modules are walked: nothing below a tensor or a value
             raise trust.refuse(path, trust.RULE_SUBMODULE, f"{part!r} is below a {type(obj).__name__}, not a module.")
-        if part in obj._modules:
-            obj = obj._modules[part]
-        elif part in obj._parameters:
-            obj = obj._parameters[part]
-        elif part in obj._buffers:
-            obj = obj._buffers[part]
+        children, parameters, buffers = (fx_compat.module_children(obj), fx_compat.module_parameters(obj),
+                                         fx_compat.module_buffers(obj))
+        if part in children:
+            obj = children[part]
+        elif part in parameters:
+            obj = parameters[part]
+        elif part in buffers:
+            obj = buffers[part]
         elif part in vars(obj) and isinstance(vars(obj)[part], _ATTR_VALUE_TYPES):
             obj = vars(obj)[part]
         else:

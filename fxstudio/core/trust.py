@@ -1,4 +1,4 @@
-"""The trust boundary of target text (design §10): which callables a name written in an edit script,
+"""The trust boundary of target text (docs/notes/trust-boundary.md): which callables a name written in an edit script,
 a journal or a text field may resolve to, and what such a call may cost.
 
 Text resolves only through
@@ -30,6 +30,7 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
+from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
 
 RULE_SYNTAX = "dotted identifier path"
@@ -264,10 +265,10 @@ def resolve_op(text: str, parts: list[str]) -> Any:
         packet = getattr(namespace, op_name)
     except (AttributeError, RuntimeError):
         raise EditRefused(f"{text!r}: torch.ops.{ns_name} has no operator {op_name!r}.") from None
-    if not isinstance(packet, torch._ops.OpOverloadPacket):
+    if not isinstance(packet, fx_compat.OpOverloadPacket):
         raise refuse(text, RULE_OPS, f"torch.ops.{ns_name}.{op_name} is not an operator.")
     if len(parts) == 2:
-        bad = [o for o in packet.overloads() if not _tensor_schema(getattr(packet, o)._schema)]
+        bad = [o for o in packet.overloads() if not _tensor_schema(fx_compat.op_schema(getattr(packet, o)))]
         if bad:
             raise refuse(text, RULE_OPS, f"the overload {bad[0]!r} takes no tensor; name a tensor overload "
                          f"such as {text}.{packet.overloads()[0]}.")
@@ -276,13 +277,15 @@ def resolve_op(text: str, parts: list[str]) -> Any:
     if overload_name.startswith("_") or overload_name not in packet.overloads():
         raise EditRefused(f"{text!r}: torch.ops.{ns_name}.{op_name} has no overload {overload_name!r}.")
     overload = getattr(packet, overload_name)
-    if not _tensor_schema(overload._schema):
+    if not _tensor_schema(fx_compat.op_schema(overload)):
         raise refuse(text, RULE_OPS, f"{ns_name}::{op_name}.{overload_name} neither takes nor returns a "
                      "tensor (plain Python arithmetic is refused here).")
     return overload
 
 
 def _tensor_schema(schema: Any) -> bool:
+    if schema is None:  # torch gave no schema (fx_compat.op_schema's fallback): refused, as no tensor
+        return False
     types_ = [str(a.type) for a in schema.arguments] + [str(r.type) for r in schema.returns]
     return any("Tensor" in t for t in types_)
 
@@ -325,17 +328,18 @@ def evaluable(fn: Any) -> bool:
     ``check_cost``): an allowed torch operator or function, a reviewed operator/math/builtin, or
     a Python function (the model file's or the traced graph's). Anything else, a C function of
     ``os`` for example, is never called before the user runs the model."""
-    if isinstance(fn, torch._ops.OpOverload):
-        return fn.namespace in _OPS_NAMESPACES and fn._schema.name.split("::")[-1] not in _OPS_DENIED
-    if isinstance(fn, torch._ops.OpOverloadPacket):
-        return fn._qualified_op_name.split("::")[0] in _OPS_NAMESPACES and fn.__name__ not in _OPS_DENIED
+    if isinstance(fn, fx_compat.OpOverload):
+        return fn.namespace in _OPS_NAMESPACES and fx_compat.op_base_name(fn) not in _OPS_DENIED
+    if isinstance(fn, fx_compat.OpOverloadPacket):
+        return (fx_compat.packet_qualified_name(fn).split("::")[0] in _OPS_NAMESPACES
+                and fn.__name__ not in _OPS_DENIED)
     if is_reviewed_stdlib(fn):
         return True
     origin = getattr(fn, "__module__", None)
     name = getattr(fn, "__name__", "")
     if origin in _TORCH_FN_MODULES:
         return isinstance(name, str) and not _torch_name_denied(name)
-    if origin is None and getattr(fn, "__objclass__", None) is torch._C.TensorBase:
+    if origin is None and getattr(fn, "__objclass__", None) is fx_compat.TENSOR_BASE:
         return name not in TENSOR_METHODS_DENIED
     if isinstance(fn, types.FunctionType):
         return (origin or "").split(".")[0] not in _SYSTEM_PACKAGES and not (origin or "").startswith("torch.")
@@ -357,7 +361,7 @@ TENSOR_LIKE = object()
 def makes_tensors(fn: Any) -> bool:
     """Whether ``fn`` is a torch operator or function (of the reviewed torch modules) whose results
     are tensors or small values, never Python ints or sequences grown without bound."""
-    if isinstance(fn, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+    if isinstance(fn, fx_compat.OP_TYPES):
         return True
     return getattr(fn, "__module__", None) in _TORCH_FN_MODULES and getattr(fn, "__objclass__", None) is None
 

@@ -1,4 +1,4 @@
-"""What the window does for the canvas's keyboard and hints (design §11): F2/Enter on a selected
+"""What the window does for the canvas's keyboard and hints (docs/notes/canvas.md): F2/Enter on a selected
 card focuses its first argument field in Properties, the canvas's hints go to the status bar,
 and the first-run hint is shown until it is dismissed (remembered in the settings)."""
 

@@ -6,7 +6,7 @@ a few nodes (and its undo/redo) only the lines that changed are rewritten, inser
 (:class:`fxstudio.core.code_text.IncrementalCode`), on the next event-loop turn; anything else
 (or whatever that class refuses) regenerates the whole text after a pause in the edits.
 Tab "Source" shows the user's file scrolled to the selected node's source line
-(``node.meta["fxs_source"]``), or any file:line asked for by :meth:`CodeView.show_source` (the
+(``Document.source_of``), or any file:line asked for by :meth:`CodeView.show_source` (the
 trace-failure dialog's links).
 """
 
@@ -204,7 +204,7 @@ class CodeView(QWidget):
             self.edited.highlight_line(0)
             return
         self.edited.highlight_line(self._line_of.get(node.name, 0))
-        src = node.meta.get("fxs_source")
+        src = self.doc.source_of(node)
         if isinstance(src, dict) and src.get("file") and src.get("line"):
             self.show_source(src["file"], int(src["line"]), switch=False)
 

@@ -18,6 +18,7 @@ from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from fxstudio.core.compare import GraphDiff, GraphDiffer
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.divergence_colors import DIFF_COLORS as KIND_COLORS
 from fxstudio.qt.selection import SelectionModel
 
@@ -35,7 +36,7 @@ class GraphDiffView(QWidget):
         self.selection = selection
         self.doc = None
         self.diff: GraphDiff | None = None
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(self._document_changed)
         self._differ: GraphDiffer | None = None
         self.dirty = False  # the document changed since the list was drawn
         self._full = False  # the diff itself needs a full pass
@@ -58,13 +59,9 @@ class GraphDiffView(QWidget):
 
     def set_document(self, doc) -> None:
         """Show the diff of ``doc`` (None: nothing) and follow its edits."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
         self.doc = doc
         self._differ = None
-        if doc is not None:
-            self._unsubscribe = doc.subscribe(self._document_changed)
+        self._subscription.follow(doc)
         self.refresh()
 
     def _document_changed(self, event) -> None:

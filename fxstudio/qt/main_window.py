@@ -16,12 +16,14 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox
 from fxstudio.core import journal
 from fxstudio.core.errors import FxStudioError
 from fxstudio.qt import canvas_keyboard, menus
+from fxstudio.qt.actions.pass_actions import PassActions
 from fxstudio.qt.actions.structure_actions import StructureActions
 from fxstudio.qt.canvas.overlays import connect_run_pane
 from fxstudio.qt.canvas.view import GraphCanvas
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.docks import build_docks, default_sizes
 from fxstudio.qt.open_dialogs import ask_unsaved
-from fxstudio.qt.open_flow import MODEL_SUFFIXES, OpenFlow
+from fxstudio.qt.open_flow import MODEL_SUFFIXES, OpenFlow, load_options
 from fxstudio.qt.selection import SelectionModel
 from fxstudio.qt.settings import Preferences, make_settings
 from fxstudio.qt.style import apply_style
@@ -51,7 +53,7 @@ class MainWindow(WindowCommands, QMainWindow):
         self.journal: journal.Journal | None = None  # this window's own autosave journal
         self.last_failure_dialog = None
         self.last_export = None  # the last ExportResult, or the exception that stopped it
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(self._on_event)
         self._tasks: list = []
         self.selection = SelectionModel(self)
         apply_style(self)
@@ -64,6 +66,7 @@ class MainWindow(WindowCommands, QMainWindow):
         self.properties = self.views["properties"]
         self.run_pane = self.views["run"]
         self.structure = StructureActions(lambda: self.document, self.selection, self)
+        self.passes = PassActions(lambda: self.document, self.selection, self.settings, self, self.prefs.last_dir)
         self.actions = menus.build_actions(self)
         self.menus = menus.build_menus(self, self.actions)
         menus.add_dock_toggles(self, self.menus["view"], self.docks)
@@ -86,6 +89,8 @@ class MainWindow(WindowCommands, QMainWindow):
         connect_run_pane(self.canvas, self.run_pane)
         self.structure.edit_refused.connect(lambda msg: self.report_refusal(msg))
         self.structure.status.connect(lambda msg: self.statusBar().showMessage(msg, 6000))
+        self.passes.edit_refused.connect(lambda msg: self.report_refusal(msg))
+        self.passes.status.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
         self.problems.counts_changed.connect(lambda *_: self.update_status())
         self.selection.changed.connect(lambda _ids: self.update_chrome())
 
@@ -140,16 +145,12 @@ class MainWindow(WindowCommands, QMainWindow):
 
     def set_document(self, doc, spec: str | None = None, options: dict | None = None) -> None:
         """Show ``doc`` in every view; ``spec`` is what was opened (for recent files and the journal)."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
         self.document = doc
         self.spec = spec
         self.options = dict(options or {})
         self.script_path = None
         self.selection.clear()
-        if doc is not None:
-            self._unsubscribe = doc.subscribe(self._on_event)
+        self._subscription.follow(doc)
         for view in [self.canvas, *self.views.values()]:
             view.set_document(doc)
         if doc is not None and spec and self.persist and not _is_builtin(spec):
@@ -180,7 +181,7 @@ class MainWindow(WindowCommands, QMainWindow):
         try:
             self.journal.write(
                 doc.edit_script(), labels=list(doc.history[: doc.history_index]), groups=doc.edit_groups(),
-                options=_journal_options(self.options),
+                options=load_options(self.options, as_data=True),
             )
         except (OSError, FxStudioError) as exc:  # a full disk must not stop editing; say so where it is seen
             self.problems.add("warning", "autosave", f"Could not write the autosave journal: {exc}")
@@ -209,8 +210,7 @@ class MainWindow(WindowCommands, QMainWindow):
             self.setWindowModified(False)
         else:
             dirty = bool(doc.dirty)
-            self.setWindowTitle(f"{doc.loaded.display_name}{' *' if dirty else ''} — fxstudio")
-            pass  # the " *" in the title marks unsaved edits
+            self.setWindowTitle(f"{doc.loaded.display_name}{' *' if dirty else ''} — fxstudio")  # " *": unsaved edits
         has = doc is not None
         a = self.actions
         a["undo"].setEnabled(has and doc.can_undo)
@@ -227,6 +227,7 @@ class MainWindow(WindowCommands, QMainWindow):
                     "fit_all", "zoom_in", "zoom_out", "zoom_reset"):
             a[key].setEnabled(has)
         self.structure.update_enabled()
+        self.passes.update_enabled()
         self.update_status()
 
     def update_status(self) -> None:
@@ -299,9 +300,7 @@ class MainWindow(WindowCommands, QMainWindow):
         self.save_settings()
         if self.document is None or not self.document.dirty:
             self.clear_journal()
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        self._subscription.follow(None)
         event.accept()
 
     def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt override)
@@ -338,18 +337,3 @@ def _is_builtin(spec: str) -> bool:
     from fxstudio.qt.open_flow import is_example
 
     return is_example(Path(spec.partition("::")[0]))
-
-
-def _journal_options(options: dict) -> dict:
-    out = {}
-    if options.get("tracer"):
-        out["tracer"] = options["tracer"]
-    if options.get("input_shapes"):
-        out["input_shapes"] = [list(s) for s in options["input_shapes"]]
-    if options.get("trust"):
-        out["trust"] = True
-    for key in ("concrete_args", "leaf_modules", "autowrap_functions"):  # texts, as Open with Options takes them
-        if options.get(key):
-            out[key] = [str(v) for v in options[key]]
-    return out
-

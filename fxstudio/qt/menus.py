@@ -110,6 +110,11 @@ def build_menus(w, actions: dict[str, QAction]) -> dict[str, QMenu]:
     w.addActions(structure)
     menus["structure"] = edit
     edit.addSeparator()
+    edit.addActions(w.passes.pass_actions())          # Run Pass…, Replace Pattern…
+    edit.addSeparator()
+    edit.addActions(w.passes.selection_actions())     # Insert after each…, Swap target of all…, Erase all
+    w.addActions([*w.passes.pass_actions(), *w.passes.selection_actions()])
+    edit.addSeparator()
     edit.addAction(actions["find"])
     edit.addAction(actions["find_next"])
     view = bar.addMenu("&View")

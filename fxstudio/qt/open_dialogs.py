@@ -45,47 +45,47 @@ def linkify(message: str) -> str:
     return "".join(out).replace("\n", "<br>")
 
 
+def yes_or_no(parent: QWidget | None, title: str, text: str, *, warning: bool = True) -> bool:
+    """Ask a Yes/No question whose default answer is No (a warning box, or with ``warning=False`` a
+    question box); True for Yes."""
+    ask = QMessageBox.warning if warning else QMessageBox.question
+    buttons = QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No
+    return ask(parent, title, text, buttons, QMessageBox.StandardButton.No) == QMessageBox.StandardButton.Yes
+
+
 def confirm_run_code(parent: QWidget, path: Path) -> bool:
     """Ask before running a ``.py`` model file's code for the first time."""
-    answer = QMessageBox.question(
+    return yes_or_no(
         parent,
         "Run code from this file?",
         f"Opening {path.name} runs the Python code in it, as `python {path.name}` would "
         f"(from {path.parent}).\n\nOnly open files you trust. fxstudio remembers your answer for this file.",
-        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-        QMessageBox.StandardButton.No,
+        warning=False,
     )
-    return answer == QMessageBox.StandardButton.Yes
 
 
 def confirm_trust_pickle(parent: QWidget, path: Path, reason: str) -> bool:
     """Ask before a full unpickle of ``path`` (which can run any code the file contains)."""
-    answer = QMessageBox.warning(
+    return yes_or_no(
         parent,
         "Trust this file?",
         f"{path.name} cannot be opened with the safe loader: it holds Python objects that only a full "
         f"unpickle rebuilds, and a full unpickle can run any code the file contains.\n\n"
         f"File: {path}\n\nOpen it with a full unpickle only if you trust where {path.name} came from.",
-        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-        QMessageBox.StandardButton.No,
     )
-    return answer == QMessageBox.StandardButton.Yes
 
 
 def confirm_trust_archive(parent: QWidget, path: Path, reason: str) -> bool:
     """Ask before ``torch.export.load`` of a ``.pt2`` whose safe read was refused (``reason``): that
     load runs the code the archive holds. The default answer is No."""
-    answer = QMessageBox.warning(
+    return yes_or_no(
         parent,
         "Trust this file?",
         f"{path.name} cannot be opened with the safe reader: {_refusal(reason, path)}\n\n"
         f"Opening it with torch.export.load runs the code the archive contains (pickled objects, "
         f"shape expressions, guards).\n\nFile: {path}\n\n"
         f"Open it with torch.export.load only if you trust where {path.name} came from.",
-        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-        QMessageBox.StandardButton.No,
     )
-    return answer == QMessageBox.StandardButton.Yes
 
 
 def _refusal(reason: str, path: Path) -> str:

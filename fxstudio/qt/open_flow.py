@@ -14,8 +14,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QProgressDialog
 
-from fxstudio.core.errors import EditRefused, FxStudioError, LoadError, TraceError
-from fxstudio.core.journal import JournalCommand
+from fxstudio.core.errors import FxStudioError, LoadError, TraceError
 from fxstudio.qt import open_dialogs
 from fxstudio.qt.workers import BackgroundTask
 from fxstudio.resources import EXAMPLES_DIR
@@ -41,9 +40,11 @@ EXAMPLE_OPTIONS: dict[str, dict[str, Any]] = {
 NAME_OPTIONS = ("leaf_modules", "autowrap_functions")
 
 
-def load_options(options: dict[str, Any] | None) -> dict[str, Any]:
-    """The keyword arguments of ``load_model`` among ``options`` (tracer, input_shapes, trust,
-    concrete_args as ``NAME=VALUE`` texts, leaf_modules, autowrap_functions).
+def load_options(options: dict[str, Any] | None, *, as_data: bool = False) -> dict[str, Any]:
+    """The open options that are set among ``options`` (tracer, input_shapes, trust, concrete_args
+    as ``NAME=VALUE`` texts, leaf_modules, autowrap_functions): the keyword arguments of
+    ``load_model``, or with ``as_data`` the same options as a journal stores them (lists of texts
+    and numbers, concrete args left as texts, as Open with Options takes them).
 
     ``options`` may come from a journal (data): anything malformed raises ``LoadError``.
     """
@@ -54,18 +55,19 @@ def load_options(options: dict[str, Any] | None) -> dict[str, Any]:
     if options.get("tracer"):
         out["tracer"] = options["tracer"]
     if options.get("input_shapes"):
-        out["input_shapes"] = [tuple(s) for s in options["input_shapes"]]
+        out["input_shapes"] = [(list if as_data else tuple)(s) for s in options["input_shapes"]]
     if options.get("trust"):
         out["trust"] = True
     if options.get("concrete_args"):
-        out["concrete_args"] = parse_concrete_args(_texts(options["concrete_args"], "concrete_args"))
+        texts = _texts(options["concrete_args"], "concrete_args")
+        out["concrete_args"] = texts if as_data else parse_concrete_args(texts)
     for key in NAME_OPTIONS:
         if options.get(key):
             names = _texts(options[key], key)
             bad = next((n for n in names if not is_name_path(n)), None)
             if bad is not None:
                 raise LoadError(f"{key.replace('_', ' ')}: {bad!r} is not a name like layer1.0 or my_function.")
-            out[key] = tuple(names)
+            out[key] = names if as_data else tuple(names)
     return out
 
 
@@ -81,7 +83,7 @@ def is_name_path(text: str) -> bool:
 
 
 def data_safe_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` read from a journal without what would import a module (design §10): an autowrap
+    """``options`` read from a journal without what would import a module (docs/CONTRACTS.md "Trust boundary"): an autowrap
     function named by a dotted path counts only when its module is already imported."""
     names = options.get("autowrap_functions")
     if not isinstance(names, list):
@@ -107,13 +109,13 @@ def with_remedy(options: dict[str, Any], remedy: dict[str, Any]) -> dict[str, An
 
 
 def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] | None, ctx=None):
-    """Load ``spec`` and build its document, then apply ``edits`` one by one.
+    """Load ``spec`` and build its document, then apply ``edits`` one by one (``replay_into``, "skip").
 
     Returns ``(doc, refusals)`` where ``refusals`` lists ``(index, message)`` of edits that the
     core refused (the others are applied, each as its own undoable command). An item of ``edits``
     may be a recovered ``JournalCommand``: its edits then make one command with its History label.
     """
-    from fxstudio.core.document import Document
+    from fxstudio.core.document import Document, replay_into
     from fxstudio.core.loading import load_model
 
     if ctx is not None:
@@ -123,18 +125,9 @@ def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] |
         ctx.check()
         ctx.progress("Building the document…")
     doc = Document(loaded)
-    refusals: list[tuple[int, str]] = []
-    for i, edit in enumerate(edits or []):
-        if ctx is not None:
-            ctx.check()
-        try:
-            if isinstance(edit, JournalCommand):
-                doc.apply_edits(edit.edits, label=edit.label)
-            else:
-                doc.apply_edit(edit)
-        except EditRefused as exc:
-            refusals.append((i, str(exc)))
-    return doc, refusals
+    # the core's "skip" policy: what applies is applied, every refusal is reported
+    report = replay_into(doc, edits or [], "skip", before_each=None if ctx is None else (lambda _i: ctx.check()))
+    return doc, [(r.number - 1, str(r.error)) for r in report.refusals]
 
 
 class OpenFlow(QObject):

@@ -10,10 +10,11 @@ import time
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QWidget
 
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
+from fxstudio.qt.pane_layout import bar_over
 from fxstudio.qt.selection import SelectionModel
 
 SEVERITY_COLORS = {"error": "#c0392b", "warning": "#b9770e", "info": "#2e6da4"}
@@ -51,15 +52,7 @@ class ProblemsView(QWidget):
         clear.setObjectName("clearProblems")
         clear.setToolTip("Remove refused edits and warnings (load notes and the lint verdict stay)")
         clear.clicked.connect(lambda: self.clear(keep=("lint", "load")))
-        top = QHBoxLayout()
-        top.setContentsMargins(6, 2, 4, 0)
-        top.addWidget(self.summary, 1)
-        top.addWidget(clear)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        layout.addLayout(top)
-        layout.addWidget(self.tree)
+        bar_over(self, [self.summary, clear], self.tree, bar_margins=(6, 2, 4, 0))
         self.lazy = LazyRefresh(self, self.relint, delay_ms=150)
 
     def set_document(self, doc) -> None:

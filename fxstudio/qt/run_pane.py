@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from fxstudio.core.compare import warm_up_fused_kernel
 from fxstudio.core.compare import CompareReport, RunCancelled, available_devices, compare_models
 from fxstudio.core.errors import FxStudioError, RunError
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.graph_diff import GraphDiffView
 from fxstudio.qt.run_inputs_editor import InputsEditor
 from fxstudio.qt.run_plots import COLORS, RunPlots
@@ -147,7 +148,7 @@ class RunPane(QWidget):
         self.stale = False
         self._job: _RunJob | None = None
         self._changed_during_run = False
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(self._document_changed)
         self._build()
         selection.changed.connect(self._follow_selection)
 
@@ -236,9 +237,6 @@ class RunPane(QWidget):
     def set_document(self, doc) -> None:
         """Follow ``doc`` (None: nothing open); a previous report is cleared."""
         self.cancel()
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
         self.doc = doc
         self.report = None
         self.stale = False
@@ -248,8 +246,8 @@ class RunPane(QWidget):
         self.metrics.setRowCount(0)
         self.nodes_table.setRowCount(0)
         self.diff_view.set_document(doc)
+        self._subscription.follow(doc)
         if doc is not None:
-            self._unsubscribe = doc.subscribe(self._document_changed)
             self.inputs_editor.set_example_inputs(doc.loaded.example_inputs)
             self.status.setText(f"{html.escape(doc.loaded.display_name)}: edit the graph, then Run to compare "
                                 "the edited graph with the original.")

@@ -9,42 +9,23 @@ from __future__ import annotations
 
 from PySide6.QtCore import QAbstractTableModel, QItemSelectionModel, QModelIndex, QSortFilterProxyModel, Qt
 from PySide6.QtGui import QFontDatabase
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QLineEdit, QHBoxLayout, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QLineEdit, QTableView, QWidget
 
 from fxstudio.core.argsyntax import format_value
-from fxstudio.core.targets import format_target
+from fxstudio.core.node_text import shape_columns, target_text
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
+from fxstudio.qt.pane_layout import bar_over
 from fxstudio.qt.selection import SelectionModel
 
 COLUMNS = ("#", "opcode", "name", "target", "args", "kwargs", "shape", "dtype")
 
 
-def target_label(node, user_module=None) -> str:
-    """The target as typed in target syntax: ``torch.relu``, ``operator.add``, ``reshape``, ``layer1.0``."""
-    try:
-        return format_target(node, user_module)
-    except Exception:  # an exotic callable the formatter does not know: show its name
-        return getattr(node.target, "__name__", str(node.target))
-
-
-def _shape_text(node) -> tuple[str, str]:
-    shape, dtype = node.meta.get("fxs_shape"), node.meta.get("fxs_dtype")
-    if isinstance(shape, tuple):
-        shape_text = "×".join(str(d) for d in shape) if shape else "scalar"
-    elif isinstance(shape, list):
-        shape_text = ", ".join("×".join(str(d) for d in s) if isinstance(s, tuple) else "?" for s in shape)
-    else:
-        shape_text = ""
-    dtype_text = ", ".join(str(d) for d in dtype) if isinstance(dtype, list) else (dtype or "")
-    return shape_text, dtype_text
-
-
 def node_row(index: int, node, user_module=None) -> tuple:
     """One table row for ``node`` at topological position ``index``."""
-    shape, dtype = _shape_text(node)
+    shape, dtype = shape_columns(node)
     args = format_value(tuple(node.args))
-    return (index, node.op, node.name, target_label(node, user_module), args, format_value(dict(node.kwargs)),
+    return (index, node.op, node.name, target_text(node, user_module), args, format_value(dict(node.kwargs)),
             shape, dtype)
 
 
@@ -149,15 +130,7 @@ class TableView(QWidget):
         for col, width in enumerate((44, 100, 130, 190, 260, 160, 120, 70)):
             self.table.setColumnWidth(col, width)
         self.table.selectionModel().selectionChanged.connect(self._rows_selected)
-        top = QHBoxLayout()
-        top.setContentsMargins(4, 4, 4, 0)
-        top.addWidget(self.filter, 1)
-        top.addWidget(self.count)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(2)
-        layout.addLayout(top)
-        layout.addWidget(self.table)
+        bar_over(self, [self.filter, self.count], self.table, bar_margins=(4, 4, 4, 0))
         self.lazy = LazyRefresh(self, self.refresh, delay_ms=120)
         selection.changed.connect(lambda _ids: self.follow_selection())
 

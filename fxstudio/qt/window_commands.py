@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
 
-from fxstudio.core.errors import EditRefused, FxStudioError
+from fxstudio.core.errors import FxStudioError
 from fxstudio.qt.open_flow import OPEN_FILTER
 from fxstudio.qt.workers import BackgroundTask
 
@@ -105,13 +105,17 @@ class WindowCommands:
         return self.apply_edits(script["edits"], source=Path(path).name)
 
     def apply_edits(self, edits: list[dict], source: str = "script") -> bool:
-        """Apply ``edits`` one by one through ``doc.apply_edit``; a refusal stops and is reported."""
-        for i, edit in enumerate(edits):
-            try:
-                self.document.apply_edit(edit)
-            except EditRefused as exc:
-                self.report_refusal(f"Edit {i + 1} of {source} was refused: {exc}", node=edit.get("node"))
-                return False
+        """Apply ``edits`` one by one, each as an undoable command (the core's "keep" replay policy):
+        a refusal stops there, keeps the edits before it and is reported."""
+        from fxstudio.core.document import replay_into
+
+        report = replay_into(self.document, edits, "keep")
+        if report.refusals:
+            refusal = report.refusals[0]
+            edit = edits[refusal.number - 1]
+            self.report_refusal(f"Edit {refusal.number} of {source} was refused: {refusal.error}",
+                                node=edit.get("node") if isinstance(edit, dict) else None)
+            return False
         self.statusBar().showMessage(f"Applied {len(edits)} edits from {source}", 6000)
         return True
 

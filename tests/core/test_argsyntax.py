@@ -1,4 +1,4 @@
-"""Argument syntax (design §3): format → parse gives an equal value for everything an FX graph can
+"""Argument syntax (docs/edit-scripts.md): format → parse gives an equal value for everything an FX graph can
 hold, parsing is a whitelist (never eval), and targets round-trip too."""
 
 from __future__ import annotations

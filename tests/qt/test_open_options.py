@@ -113,7 +113,7 @@ def test_examples_menu_opens_data_branch_with_its_options(qtbot, make_window):
 
 
 def test_journal_options_are_data_checked_before_use():
-    """Options read back from a journal are data (design §10): malformed ones are refused with a
+    """Options read back from a journal are data (docs/CONTRACTS.md "Trust boundary"): malformed ones are refused with a
     message, and an autowrap dotted path that would import a module is dropped."""
     import sys
 
@@ -134,6 +134,22 @@ def test_journal_options_are_data_checked_before_use():
     safe = data_safe_options({"autowrap_functions": ["helper", "torch.relu", "fxs_never_imported_module.fn"]})
     assert safe["autowrap_functions"] == ["helper", "torch.relu"]
     assert "fxs_never_imported_module" not in sys.modules
+
+
+def test_the_window_journals_its_options_as_the_data_it_reads_back():
+    """The options a window journals are those ``load_options`` reads, as data: lists of texts and
+    numbers; unset ones are left out."""
+    from fxstudio.core.journal_schema import check_options
+    from fxstudio.qt.open_flow import load_options
+
+    window_options = {"tracer": "fx", "input_shapes": [(2, 4)], "trust": False, "leaf_modules": ("layer1.0",),
+                      "concrete_args": ["positive=True"], "autowrap_functions": []}
+    data = load_options(window_options, as_data=True)
+    assert data == {"tracer": "fx", "input_shapes": [[2, 4]], "leaf_modules": ["layer1.0"],
+                    "concrete_args": ["positive=True"]}
+    assert check_options(data) == data
+    assert load_options(data) == load_options(window_options) == {
+        "tracer": "fx", "input_shapes": [(2, 4)], "leaf_modules": ("layer1.0",), "concrete_args": {"positive": True}}
 
 
 def test_a_remedy_adds_to_the_options_that_failed():

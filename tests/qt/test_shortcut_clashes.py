@@ -1,4 +1,4 @@
-"""F2 belongs to the canvas (design §11: focus the first argument field); Rename is Shift+F2, and no
+"""F2 belongs to the canvas (docs/notes/canvas.md: focus the first argument field); Rename is Shift+F2, and no
 window shortcut shares a key with the canvas's own keys, as Help ▸ Keyboard Shortcuts lists them."""
 
 from __future__ import annotations

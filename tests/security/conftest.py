@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from fxstudio.resources import example_path
 
 FXSTUDIO = Path(sys.executable).parent / "fxstudio"
 
@@ -27,6 +30,19 @@ class Hostile:
     def payload(self) -> str:
         """Python source that creates the marker file when executed."""
         return f"open({str(self.marker)!r}, 'w').write('pwned')"
+
+    @property
+    def shell(self) -> str:
+        """A shell command that runs the marker payload (what ``os.system`` would be handed)."""
+        return f'{sys.executable} -c "{self.payload}"'
+
+    def model(self, example: str) -> Path:
+        """The example model file ``example`` copied next to the hostile files, with a planted module
+        (``planted_payload.py``, the payload) beside it; returns the copy's path."""
+        path = self.dir / example
+        shutil.copy(example_path(example), path)
+        (self.dir / "planted_payload.py").write_text(self.payload + "\n")
+        return path
 
     def script(self, edits: list, name: str = "hostile.json") -> Path:
         """An edit script holding ``edits``, written next to the marker."""
@@ -48,6 +64,14 @@ class Hostile:
             assert "Traceback" not in proc.stderr, proc.stderr
             if code is not None:
                 assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+
+    def assert_refused(self, proc: subprocess.CompletedProcess, rule: str) -> None:
+        """A refused edit: clean exit status 1, one ``refused`` line naming ``rule``, no ``out.py`` written."""
+        self.assert_clean(proc, code=1)
+        lines = [line for line in proc.stderr.splitlines() if "refused" in line]
+        assert len(lines) == 1, proc.stderr
+        assert rule in lines[0], proc.stderr
+        assert not (self.dir / "out.py").exists()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ profile that ``tests/core/edits/test_stateful_edits.py`` registers (fresh random
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 
@@ -23,9 +22,7 @@ from hypothesis import strategies as st
 import tests.core.edits.test_stateful_edits  # noqa: F401 - registers the "edits-default" and "long" profiles
 from fxstudio.core.document import Document
 from fxstudio.core.errors import EditRefused
-from fxstudio.core.loading import load_model
-from fxstudio.resources import example_path
-from tests.security.test_target_fuzz import POOL, ROOTS
+from tests.security.test_target_fuzz import POOL, ROOTS, planted_relu_add
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 PROFILE = settings(settings.get_profile("long" if LONG else "edits-default"),
@@ -42,11 +39,7 @@ ALLOWED_NEW_MODULES = frozenset({"torch._subclasses.schema_check_mode"})
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     """relu_add.py opened from a folder that also holds a planted module and a marker path."""
-    folder = tmp_path_factory.mktemp("edit-fuzz")
-    shutil.copy(example_path("relu_add.py"), folder / "relu_add.py")
-    marker = folder / "PWNED_MARKER"
-    (folder / "planted_payload.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\n")
-    return load_model(folder / "relu_add.py"), marker
+    return planted_relu_add(tmp_path_factory.mktemp("edit-fuzz"))
 
 
 # Targets and arguments that apply, so the fuzz also explores edited graphs (not only refusals).

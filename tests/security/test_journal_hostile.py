@@ -1,4 +1,4 @@
-"""Autosave journals are data (design §10): hostile or broken journal files in the state folder
+"""Autosave journals are data (docs/CONTRACTS.md "Trust boundary"): hostile or broken journal files in the state folder
 never crash or block the window, never run code, never raise trust, and two windows on one model
 never lose each other's work. Real journal files on disk, the real ``fxstudio`` command in
 subprocesses, and the real window with its real dialogs clicked."""

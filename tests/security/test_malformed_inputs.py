@@ -1,4 +1,4 @@
-"""Malformed edit scripts through the real ``fxstudio`` command (issue #12 item 6, design §10):
+"""Malformed edit scripts through the real ``fxstudio`` command (issue #12 item 6, docs/notes/trust-boundary.md):
 each gets exit 2 and one clear line on stderr, never a traceback, for ``apply``, ``compare`` and
 the window's ``--replay``; edits that would leave code fx cannot compile are refused (exit 1)."""
 

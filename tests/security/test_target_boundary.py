@@ -8,27 +8,10 @@ must be refused at once: the subprocess timeout is the hang detector.
 
 from __future__ import annotations
 
-import shutil
-import sys
-
 import pytest
 
-from fxstudio.resources import example_path
-
-RULE_SUBMODULE = "rule: real submodule paths"
-RULE_MODEL = "rule: definitions of the model file only"
-RULE_DENIED = "rule: no I/O, imports, process control or code execution"
-RULE_GETATTR = "rule: getattr with a constant public attribute name"
-RULE_COST = "rule: bounded cost"
-RULE_SIZE = "rule: new submodule size budget"
-RULE_OPS = "rule: torch.ops tensor overloads only"
-RULE_PRIVATE = "rule: no private or dunder names"
-RULE_BUILTINS = "rule: reviewed builtins"
-
-
-def _shell(h) -> str:
-    """A shell command that runs the marker payload (what ``os.system`` would be handed)."""
-    return f'{sys.executable} -c "{h.payload}"'
+from tests.security.refusal_rules import (RULE_BUILTINS, RULE_COST, RULE_DENIED, RULE_GETATTR, RULE_MODEL,
+                                          RULE_OPS, RULE_PRIVATE, RULE_SIZE, RULE_SUBMODULE)
 
 
 def _insert(target: str, args: str, kind: str = "call_function", after: str = "x", name: str | None = None) -> dict:
@@ -41,11 +24,11 @@ def _insert(target: str, args: str, kind: str = "call_function", after: str = "x
 # name -> (edits for a Hostile, the rule the refusal must name)
 VECTORS = {
     "functional_reexports_torch": (
-        lambda h: [_insert("torch.nn.functional.torch.os.system", repr((_shell(h),)))], RULE_SUBMODULE),
+        lambda h: [_insert("torch.nn.functional.torch.os.system", repr((h.shell,)))], RULE_SUBMODULE),
     "fft_reexports_torch": (
-        lambda h: [_insert("torch.fft.torch.os.system", repr((_shell(h),)))], RULE_SUBMODULE),
+        lambda h: [_insert("torch.fft.torch.os.system", repr((h.shell,)))], RULE_SUBMODULE),
     "model_stem_reexports_torch": (
-        lambda h: [_insert("relu_add.torch.os.system", repr((_shell(h),)))], RULE_MODEL),
+        lambda h: [_insert("relu_add.torch.os.system", repr((h.shell,)))], RULE_MODEL),
     "functional_importlib_planted_file": (
         lambda h: [_insert("torch.nn.functional.importlib.import_module", "('planted_payload',)")], RULE_SUBMODULE),
     "special_reexport_save_writes_a_file": (
@@ -75,7 +58,7 @@ MORE_VECTORS = {
     "operator_call": (lambda h: [_insert("operator.call", f"(%x, {h.payload!r})")], RULE_DENIED),
     "bare_exec": (lambda h: [_insert("exec", f"({h.payload!r},)")], RULE_BUILTINS),
     "builtins_eval": (lambda h: [_insert("builtins.eval", f"({h.payload!r},)")], RULE_BUILTINS),
-    "os_system": (lambda h: [_insert("os.system", repr((_shell(h),)))], "rule: allowed packages only"),
+    "os_system": (lambda h: [_insert("os.system", repr((h.shell,)))], "rule: allowed packages only"),
     "torch_private_module": (lambda h: [_insert("torch._dynamo.reset", "()")], RULE_PRIVATE),
     "torch_hub_load": (lambda h: [_insert("torch.hub.load", "('planted_payload', 'x')")], "rule: allowed packages only"),
     "attrgetter": (lambda h: [_insert("operator.attrgetter", "('__globals__',)")], RULE_DENIED),
@@ -112,10 +95,7 @@ PATHS = ("apply", "apply-o", "compare", "replay")
 @pytest.fixture
 def model(hostile):
     """relu_add.py copied next to the hostile script, with a planted module beside it."""
-    path = hostile.dir / "relu_add.py"
-    shutil.copy(example_path("relu_add.py"), path)
-    (hostile.dir / "planted_payload.py").write_text(hostile.payload + "\n")
-    return path
+    return hostile.model("relu_add.py")
 
 
 def _run(hostile, model, script, path: str):
@@ -128,21 +108,13 @@ def _run(hostile, model, script, path: str):
     return hostile.run(model, "--screenshot", hostile.dir / "shot.png", "--replay", script)
 
 
-def _assert_refused(hostile, proc, rule: str) -> None:
-    hostile.assert_clean(proc, code=1)
-    lines = [line for line in proc.stderr.splitlines() if "refused" in line]
-    assert len(lines) == 1, proc.stderr
-    assert rule in lines[0], proc.stderr
-    assert not (hostile.dir / "out.py").exists()
-
-
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("vector", sorted(VECTORS))
 def test_review_vectors_are_refused_on_every_path(hostile, model, vector, path):
     make, rule = VECTORS[vector]
     script = hostile.script(make(hostile))
     proc = _run(hostile, model, script, path)
-    _assert_refused(hostile, proc, rule)
+    hostile.assert_refused(proc, rule)
 
 
 @pytest.mark.parametrize("vector", sorted(MORE_VECTORS))
@@ -150,7 +122,7 @@ def test_more_vectors_are_refused_by_apply(hostile, model, vector):
     make, rule = MORE_VECTORS[vector]
     script = hostile.script(make(hostile))
     proc = _run(hostile, model, script, "apply")
-    _assert_refused(hostile, proc, rule)
+    hostile.assert_refused(proc, rule)
 
 
 def test_legitimate_targets_still_apply_export_and_compare(hostile, model):

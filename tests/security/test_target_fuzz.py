@@ -36,15 +36,19 @@ ATTACK_NAMES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def loaded(tmp_path_factory):
-    """relu_add.py, opened from a folder that also holds a planted module and a marker path."""
-    folder = tmp_path_factory.mktemp("fuzz")
+def planted_relu_add(folder):
+    """``(loaded relu_add.py, marker path)``: the example opened from ``folder``, which also holds a
+    planted module that would create the marker if anything imported it."""
     shutil.copy(example_path("relu_add.py"), folder / "relu_add.py")
     marker = folder / "PWNED_MARKER"
     (folder / "planted_payload.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\n")
-    model = load_model(folder / "relu_add.py")
-    return model, marker
+    return load_model(folder / "relu_add.py"), marker
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """relu_add.py, opened from a folder that also holds a planted module and a marker path."""
+    return planted_relu_add(tmp_path_factory.mktemp("fuzz"))
 
 
 def _names(obj) -> list[str]:
@@ -104,8 +108,19 @@ def test_fuzz_pool_reaches_the_attack_paths(loaded):
 
 COSTLY = [builtins.pow, operator.pow, operator.mul, operator.lshift, operator.add, math.factorial,
           math.comb, math.perm, math.prod, builtins.round, operator.mod]
+
+
+class _Huge:
+    """Stands for 2**70000 in drawn examples: Python refuses to print an int that long, so a
+    failing example holding one could not be reported."""
+
+    def __repr__(self) -> str:
+        return "2**70000"
+
+
+HUGE = _Huge()
 _ints = st.one_of(st.integers(-4, 4), st.integers(-10**6, 10**6), st.integers(0, 10**12),
-                  st.integers(0, 10**60), st.just(2**70000))
+                  st.integers(0, 10**60), st.just(HUGE))
 _values = st.one_of(_ints, st.text(max_size=8), st.lists(st.integers(0, 10**30), max_size=6).map(tuple),
                     st.floats(allow_nan=False, width=32))
 
@@ -113,7 +128,7 @@ _values = st.one_of(_ints, st.text(max_size=8), st.lists(st.integers(0, 10**30),
 @settings(max_examples=200, deadline=None)
 @given(fn=st.sampled_from(COSTLY), args=st.lists(_values, min_size=1, max_size=3))
 def test_what_the_cost_bound_lets_through_finishes_quickly(fn, args):
-    args = tuple(args)
+    args = tuple(2**70000 if a is HUGE else a for a in args)
     try:
         trust.check_cost(fn, args, {})
     except EditRefused as exc:
@@ -124,7 +139,8 @@ def test_what_the_cost_bound_lets_through_finishes_quickly(fn, args):
         fn(*args)
     except (TypeError, ValueError, OverflowError, ZeroDivisionError, MemoryError):
         pass
-    assert time.perf_counter() - start < 1.0, (fn, [a if not isinstance(a, int) else a.bit_length() for a in args])
+    # Unbounded work (10**8-digit results) takes minutes; 5 s leaves room for a loaded 2-core machine.
+    assert time.perf_counter() - start < 5.0, (fn, [a if not isinstance(a, int) else a.bit_length() for a in args])
 
 
 def test_known_targets_match_by_their_name_never_by_a_walk(loaded):

@@ -37,6 +37,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core import fx_compat
 from fxstudio.core.compare import module_inline
 from fxstudio.core.inplace_ops import clone_tensors
 from fxstudio.core.compare.module_inline import Recipe
@@ -126,7 +127,7 @@ def fetch_modules(sched: Schedule, graphs: dict[str, torch.fx.GraphModule]) -> d
     if sched.resolved is not None:
         roots, links, modules = sched.resolved
         if roots[0] is graphs["original"] and roots[1] is graphs["edited"] and all(
-                parent._modules.get(atom) is child for parent, atom, child in links):
+                fx_compat.module_children(parent).get(atom) is child for parent, atom, child in links):
             found = modules
     if found is None:
         found = _resolve_modules(sched, graphs)
@@ -163,7 +164,7 @@ def _resolve_modules(sched: Schedule, graphs: dict[str, torch.fx.GraphModule]) -
         for path, child in memo.items():
             parent_path, _, atom = path.rpartition(".")
             parent = memo[parent_path] if parent_path else graphs[side]
-            if not isinstance(parent, torch.nn.Module) or parent._modules.get(atom) is not child:
+            if not isinstance(parent, torch.nn.Module) or fx_compat.module_children(parent).get(atom) is not child:
                 cacheable = False  # reached by plain getattr: resolve again every time
             links.append((parent, atom, child))
     sched.resolved = ((graphs["original"], graphs["edited"]), links, found) if cacheable else None
@@ -228,7 +229,7 @@ def _finished(nodes: list[torch.fx.Node]) -> list[list[torch.fx.Node]]:
     last_use: dict[torch.fx.Node, torch.fx.Node] = {}
     freed_after: dict[torch.fx.Node, list[torch.fx.Node]] = {}
     for node in reversed(nodes):
-        for inp in node._input_nodes:
+        for inp in fx_compat.node_input_nodes(node):
             if inp not in last_use:
                 last_use[inp] = node
                 freed_after.setdefault(node, []).append(inp)
@@ -285,7 +286,7 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
     def node_line(side: str, pos: int, node: torch.fx.Node, names: dict, index: int) -> None:
         var = names[node]
         if writes is not None and side == "original" and pos in writes:
-            for inp in node._input_nodes:
+            for inp in fx_compat.node_input_nodes(node):
                 if inp in pending and inp not in snapshots:
                     snapshots[inp] = "s" + names[inp][1:]  # o12 -> s12
                     body.append(f"{snapshots[inp]} = _clone({names[inp]})")

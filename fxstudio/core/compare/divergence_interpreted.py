@@ -13,6 +13,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core import fx_compat
 from fxstudio.core.compare import divergence_schedule as schedule
 from fxstudio.core.compare import random_ops
 from fxstudio.core.compare.divergence_result import DivergenceResult, NodeDivergence, RunCancelled, _failure, _is_oom, format_target
@@ -64,7 +65,7 @@ class _Stepper:
         self.last_use: dict[torch.fx.Node, torch.fx.Node] = {}
         self.freed_after: dict[torch.fx.Node, list[torch.fx.Node]] = {}
         for node in reversed(self.nodes):
-            for inp in node._input_nodes:
+            for inp in fx_compat.node_input_nodes(node):
                 if inp not in self.last_use:
                     self.last_use[inp] = node
                     self.freed_after.setdefault(node, []).append(inp)
@@ -189,7 +190,7 @@ def run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModule
     follow = -1
     if shared and edraw:
         kept, follow = random_ops.limit_sharing([edit.position[n] for n in shared],
-                                                lambda i: [edit.position[n] for n in edit.nodes[i]._input_nodes],
+                                                lambda i: [edit.position[n] for n in fx_compat.node_input_nodes(edit.nodes[i])],
                                                 edraw, odraw, counter_pos)
         shared = {edit.nodes[i] for i in kept}
     total = len(edit.nodes)
@@ -216,7 +217,7 @@ def run_interpreted(original: torch.fx.GraphModule, edited: torch.fx.GraphModule
                     onode = orig.nodes[orig.pos]
                     if onode in mutating:
                         # An in-place op must not change a value still waiting for its comparison.
-                        for inp in onode._input_nodes:
+                        for inp in fx_compat.node_input_nodes(onode):
                             if inp in pending and inp in orig.interp.env and inp not in snapshots:
                                 snapshots[inp] = clone_tensors(orig.interp.env[inp])
                     if rng is not None and orig.pos in odraw:

@@ -11,7 +11,8 @@ import torch
 import torch.fx
 
 from fxstudio.core.errors import RunError
-from fxstudio.core.targets import format_target as targets_format_target
+from fxstudio.core.node_text import META_SOURCE
+from fxstudio.core.node_text import target_text as format_target  # noqa: F401 - divergence*.py import it from here
 
 
 class RunCancelled(RunError):
@@ -87,15 +88,6 @@ def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def format_target(node: torch.fx.Node) -> str:
-    """A short text for a node's target in target syntax (``torch.relu``, ``operator.add``,
-    ``torch.ops.aten.mul.Tensor``, ``layer1.0.conv1``), as the property panel writes it."""
-    try:
-        return targets_format_target(node)
-    except Exception:  # noqa: BLE001 - an exotic target: its repr still names it
-        return node.target if isinstance(node.target, str) else repr(node.target)
-
-
 def _is_oom(exc: BaseException) -> bool:
     if isinstance(exc, torch.OutOfMemoryError):
         return True
@@ -110,7 +102,7 @@ def _failure(graph: str, node: torch.fx.Node, exc: BaseException, node_id: int |
     if len(message) > 600:
         message = message[:600] + " ..."
     source = ""
-    src = node.meta.get("fxs_source")
+    src = node.meta.get(META_SOURCE)
     if isinstance(src, dict) and src.get("file"):
         source = f"{src['file']}:{src.get('line', '?')}"
     return NodeFailure(graph, node.name, node_id, node.op, format_target(node),

@@ -16,11 +16,10 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core import fx_compat
 from fxstudio.core.compare import random_ops
 
 _CACHE_ATTR = "_fxstudio_lockstep_cache"
-# fx keeps a node's arguments in ``_args``/``_kwargs``; the ``args`` property costs a Python call each.
-_FAST_ARGS = hasattr(torch.fx.Node, "_args") and hasattr(torch.fx.Node, "_kwargs")
 _CACHE_SIZE = 4  # programs kept per edited graph (original graph, options)
 
 
@@ -62,7 +61,7 @@ def fingerprint(nodes: Sequence[torch.fx.Node]) -> tuple[tuple, list]:
     ``x * 2`` and ``x * 2.0`` differ, and literals are written into the code. The argument objects
     are returned to be kept with the fingerprint, so that their ids cannot be reused meanwhile.
     """
-    keep = [(n._args, n._kwargs) for n in nodes] if _FAST_ARGS else [(n.args, n.kwargs) for n in nodes]
+    keep = [(fx_compat.node_args(n), fx_compat.node_kwargs(n)) for n in nodes]
     return tuple([(n, n.op, n.target, id(a), id(kw), n.name, n.meta.get("fxs_id"))
                   for n, (a, kw) in zip(nodes, keep)]), keep
 
@@ -169,8 +168,8 @@ def _share_plan(onodes: list[torch.fx.Node], enodes: list[torch.fx.Node], counte
     plan: list[tuple | None] = []
     for node in enodes:
         other = counterpart.get(node)
-        inputs = list(node._input_nodes)
-        if other is None or any(counterpart.get(inp) not in other._input_nodes for inp in inputs):
+        inputs = list(fx_compat.node_input_nodes(node))
+        if other is None or any(counterpart.get(inp) not in fx_compat.node_input_nodes(other) for inp in inputs):
             plan.append(None)
             continue
         try:

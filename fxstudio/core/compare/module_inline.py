@@ -27,7 +27,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch.nn.modules import module as _module
+
+from fxstudio.core import fx_compat
 
 Key = tuple[str, int]
 
@@ -103,7 +104,7 @@ def _batch_norm(m: torch.nn.Module, d: dict) -> tuple | None:
         return None
     p = d["_parameters"]
     momentum = d["momentum"]
-    return m._check_input_dim, mean, var, p["weight"], p["bias"], 0.0 if momentum is None else momentum, d["eps"]
+    return fx_compat.batch_norm_input_check(m), mean, var, p["weight"], p["bias"], 0.0 if momentum is None else momentum, d["eps"]
 
 
 def _adaptive_avg_pool(m: torch.nn.Module, d: dict) -> tuple:
@@ -149,15 +150,10 @@ def _recipes() -> dict[type, Recipe]:
 RECIPES = _recipes()
 
 
-def _global_hooks() -> bool:
-    return bool(_module._global_backward_pre_hooks or _module._global_backward_hooks
-                or _module._global_forward_hooks or _module._global_forward_pre_hooks)
-
-
 def inline_values(modules: dict[Key, Any]) -> dict[Key, tuple[Recipe, tuple]]:
     """The modules (by graph and node position) that can be written as a functional call now,
     with their recipe and the values the call reads; see the module docstring for when."""
-    if _global_hooks() or torch._C._get_tracing_state():
+    if fx_compat.global_module_hooks() or torch.jit.is_tracing():
         return {}
     found: dict[Key, tuple[Recipe, tuple]] = {}
     for key, module in modules.items():

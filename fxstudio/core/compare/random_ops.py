@@ -38,6 +38,8 @@ import torch
 import torch.fx
 from torch import nn
 
+from fxstudio.core import fx_compat
+
 _SEEDED = torch.Tag.nondeterministic_seeded
 
 # torch functions that draw through ops of other names (no aten op of their own name is tagged).
@@ -120,7 +122,7 @@ def _python_switches(fn: Callable) -> tuple | None:
 
 def _packet_switches(packet: Any) -> tuple:
     """The switch arguments shared by every overload of an aten op (none when they disagree)."""
-    layouts = {_schema_switches(getattr(packet, o)._schema) for o in packet.overloads()}
+    layouts = {_schema_switches(fx_compat.op_schema(getattr(packet, o))) for o in packet.overloads()}
     return layouts.pop() if len(layouts) == 1 else ()
 
 
@@ -147,11 +149,11 @@ _USER_CODE = (True, ())
 
 
 def _classify_function(target: Any) -> tuple[bool, tuple]:
-    if isinstance(target, torch._ops.OpOverload):
-        return _SEEDED in target.tags, _schema_switches(target._schema)
-    if isinstance(target, torch._ops.OpOverloadPacket):
+    if isinstance(target, fx_compat.OpOverload):
+        return _SEEDED in target.tags, _schema_switches(fx_compat.op_schema(target))
+    if isinstance(target, fx_compat.OpOverloadPacket):
         return _packet_seeded(target), _packet_switches(target)
-    if isinstance(target, torch._ops.HigherOrderOperator):
+    if isinstance(target, fx_compat.HigherOrderOperator):
         return True, ()  # runs subgraphs of its own
     module = getattr(target, "__module__", None)
     if module is None:  # a method descriptor: torch.Tensor.uniform_
@@ -200,7 +202,7 @@ def function_may_draw(node: torch.fx.Node) -> bool:
     return draws and not (switches and _switched_off(node, switches))
 
 
-_RANDOM_IN_TRAINING = (nn.modules.dropout._DropoutNd, nn.RReLU)
+_RANDOM_IN_TRAINING = (fx_compat.DROPOUT_CLASSES, nn.RReLU)
 _RANDOM_WITH_DROPOUT = (nn.MultiheadAttention, nn.RNNBase)  # in training mode with dropout > 0
 _RANDOM_ALWAYS = (nn.FractionalMaxPool2d, nn.FractionalMaxPool3d)
 

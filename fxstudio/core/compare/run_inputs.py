@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from fxstudio.core.errors import RunError
+from fxstudio.core.node_text import dtype_name
 
 RUN_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 """The dtypes a run can be cast to, by the names the CLI and the run pane show."""
@@ -22,11 +23,6 @@ _INPUT_DTYPES = {
     "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
     "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
 }
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    """``torch.float32`` -> ``"float32"``."""
-    return str(dtype).removeprefix("torch.")
 
 
 def parse_run_dtype(name: str | torch.dtype | None) -> torch.dtype | None:

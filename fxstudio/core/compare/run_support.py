@@ -6,13 +6,13 @@ import gc
 from typing import Any
 
 import torch
-import torch.utils._pytree
 
+from fxstudio.core import fx_compat
 from fxstudio.core.compare.run_metrics import reseed
 
 
 def input_device(args: tuple[Any, ...]) -> torch.device | str:
-    return next((a.device for a in torch.utils._pytree.tree_leaves(args) if isinstance(a, torch.Tensor)), "cpu")
+    return next((a.device for a in fx_compat.tree_leaves(args) if isinstance(a, torch.Tensor)), "cpu")
 
 
 def reseed_for(args: tuple[Any, ...], seed: int | None) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch.fx
 
+from fxstudio.core import fx_compat
 from fxstudio.core.compare.divergence import (
     DivergenceResult, NodeDivergence, NodeFailure, RunCancelled, _is_oom, clone_tensors, graph_may_mutate,
     run_divergence,
@@ -307,7 +308,7 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
 
 def _mode_matters(module: torch.nn.Module) -> bool:
     """True when a submodule in training mode would behave differently in eval mode."""
-    kinds = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase)
+    kinds = (fx_compat.DROPOUT_CLASSES, fx_compat.NORM_CLASSES)
     return any(m.training and isinstance(m, kinds) for m in module.modules())
 
 

@@ -10,15 +10,16 @@ from typing import Any
 
 import torch.fx
 
-from fxstudio.core.argsyntax import short_repr
+from fxstudio.core.argsyntax import format_value, short_repr
+from fxstudio.core.edits.bulk import drop_unused, match_nodes, no_match
 from fxstudio.core.edits.common import check_refs_usable, node_field, nodes_in, parse_in_graph, plural, text_field
 from fxstudio.core.edits.ordering import ensure_before
 from fxstudio.core.edits.primitives import AddSubmodule, SetArgs, SetTarget, Transaction
 from fxstudio.core.edits.state import ID_KEY
 from fxstudio.core.edits.call_checks import check_call
-from fxstudio.core.edits.validation import keyword_problem
+from fxstudio.core.edits.validation import bulk_fields_problem, droppable_kwargs, keyword_problem
 from fxstudio.core.errors import EditRefused
-from fxstudio.core.targets import NewSubmodule, format_target, parse_target, resolve_function
+from fxstudio.core.targets import NewSubmodule, format_target, parse_target
 
 _CALLS = ("call_function", "call_method", "call_module")
 
@@ -117,17 +118,25 @@ def op_replace_uses(tx: Transaction, edit: dict) -> tuple[str, dict]:
     return label, {"op": "replace_uses", "node": node.name, "with": replacement.name}
 
 
-def retarget(tx: Transaction, node: torch.fx.Node, target: Any) -> None:
-    """Give ``node`` a new target (adding a new submodule first for a constructor), checking arity."""
+def retarget(tx: Transaction, node: torch.fx.Node, target: Any) -> dict[str, Any]:
+    """Give ``node`` a new target (adding a new submodule first for a constructor), checking arity;
+    keywords equal to the old target's defaults that the new one does not accept are dropped
+    (``droppable_kwargs``). Returns the dropped keywords and their values."""
     state = tx.state
     if isinstance(target, NewSubmodule):
         name = fresh_submodule_name(state.gm, target.base_name)
         tx.do(AddSubmodule(name, target.module))
         target = name
-    reason = check_call(node.op, target, node.args, node.kwargs, state.gm)
+    drop = droppable_kwargs(node.op, node.target, target, node.args, node.kwargs, state.gm)
+    kwargs = {k: v for k, v in node.kwargs.items() if k not in drop}
+    reason = check_call(node.op, target, node.args, kwargs, state.gm)
     if reason:
         raise EditRefused(reason)
+    dropped = {k: node.kwargs[k] for k in drop}
+    if dropped:
+        set_args(tx, node, node.args, kwargs)
     tx.do(SetTarget(node.meta[ID_KEY], node.target, target))
+    return dropped
 
 
 def fresh_submodule_name(gm: torch.nn.Module, base: str) -> str:
@@ -139,41 +148,56 @@ def fresh_submodule_name(gm: torch.nn.Module, base: str) -> str:
     return name
 
 
-def _matches(node: torch.fx.Node, match: str, fn: Any, user_module) -> bool:
-    if node.op == "call_function":
-        return (fn is not None and node.target is fn) or format_target(node, user_module) == match
-    if node.op == "call_method":
-        return node.target == match.removeprefix(".")
-    return False
+def _dropped_text(dropped: dict[str, Any]) -> str:
+    return "dropped " + ", ".join(f"{k}={format_value(v)}" for k, v in dropped.items())
 
 
 def op_set_target(tx: Transaction, edit: dict) -> tuple[str, dict]:
     """``{"op": "set_target", "node"|"match", "target"}``: swap the target of one node, or of every
-    node calling ``match`` (the torch.fx.Transformer pattern) as one edit."""
+    node calling ``match`` (the torch.fx.Transformer pattern) as one edit. ``match`` may name an
+    ``nn.Module`` class: each ``call_module`` node of exactly that class gets a fresh submodule from
+    the constructor ``target``, and old submodules no node uses any more are dropped."""
     state = tx.state
     text = text_field(edit, "target").strip()
     if ("node" in edit) == ("match" in edit):
         raise EditRefused("set_target needs exactly one of 'node' (one node) or 'match' (every node calling a target).")
+    problem = bulk_fields_problem(edit)
+    if problem:
+        raise EditRefused(problem)
     if "node" in edit:
         node = node_field(state, edit, "node")
         if node.op not in (*_CALLS, "get_attr"):
             raise EditRefused(f"%{node.name} is a {node.op} node; it has no target to set.")
         old = format_target(node, state.user_module)
-        retarget(tx, node, parse_target(node.op, text, state.gm, state.user_module, state.known_functions))
-        return f"Set {node.name} target {old} → {text}", {"op": "set_target", "node": node.name, "target": text}
+        dropped = retarget(tx, node, parse_target(node.op, text, state.gm, state.user_module, state.known_functions))
+        record = {"op": "set_target", "node": node.name, "target": text}
+        label = f"Set {node.name} target {old} → {text}"
+        if dropped:
+            record["dropped_kwargs"] = list(dropped)
+            label += f" ({_dropped_text(dropped)})"
+        return label, record
     match = text_field(edit, "match").strip()
-    try:
-        fn = resolve_function(match, state.user_module, state.known_functions)
-    except EditRefused:
-        fn = None
-    nodes = [n for n in state.graph.nodes if _matches(n, match, fn, state.user_module)]
+    nodes, cls, why = match_nodes(state, match)
     if not nodes:
-        raise EditRefused(f"No node calls {match!r}; nothing to swap.")
+        raise no_match(f"calls a {match!r} submodule" if cls else f"calls {match!r}", why)
+    dropped = {}
+    old_paths = [str(n.target) for n in nodes] if cls is not None else []
     for node in nodes:
         try:
-            retarget(tx, node, parse_target(node.op, text, state.gm, state.user_module, state.known_functions))
+            dropped.update(retarget(tx, node, parse_target(node.op, text, state.gm, state.user_module,
+                                                           state.known_functions)))
         except EditRefused as exc:
-            raise EditRefused(f"Cannot swap %{node.name}: {exc.message}") from None
-    label = f"Swap {match} → {text} ({plural(len(nodes), 'node')})"
-    return label, {"op": "set_target", "match": match, "target": text}
-
+            hint = (" (a module class is swapped for a constructor such as torch.nn.GELU(), or a submodule path)"
+                    if cls is not None and "(" not in text else "")
+            raise EditRefused(f"Cannot swap %{node.name}: {exc.message}{hint}") from None
+    record: dict[str, Any] = {"op": "set_target", "match": match, "target": text}
+    notes = [plural(len(nodes), "node")]
+    if cls is not None:
+        gone = drop_unused(tx, old_paths)
+        record["sites"] = len(nodes)
+        if gone:
+            notes.append(f"{plural(len(gone), 'unused submodule')} dropped")
+    if dropped:
+        record["dropped_kwargs"] = list(dropped)
+        notes.append(_dropped_text(dropped))
+    return f"Swap {match} → {text} ({'; '.join(notes)})", record

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import torch.fx
 
-from fxstudio.core.edits.common import check_refs_usable, node_field, nodes_in, parse_in_graph, plural, text_field
+from fxstudio.core.edits.bulk import parse_with_anchor, select_anchors
+from fxstudio.core.edits.common import check_refs_usable, node_field, nodes_in, plural, text_field
 from fxstudio.core.edits.ops_args import fresh_submodule_name, replace_uses
 from fxstudio.core.edits.primitives import AddSubmodule, NodeLife, Rename, Transaction
 from fxstudio.core.edits.state import ID_KEY, EditState
 from fxstudio.core.edits.call_checks import check_call
+from fxstudio.core.edits.validation import bulk_fields_problem
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.targets import NewSubmodule, check_node_name, parse_target
 
@@ -39,19 +41,50 @@ def _free_name(state: EditState, edit: dict) -> str | None:
     return name
 
 
+_WHERE = ("before", "after", "before_each", "after_each")
+
+
 def op_insert(tx: Transaction, edit: dict) -> tuple[str, dict]:
-    """``{"op": "insert", "before"|"after", "kind", "target", "args", "kwargs", "name", "reroute"}``: a new
-    node; with ``"reroute": true`` (after only) the anchor's other users move to it."""
+    """``{"op": "insert", "before"|"after"|"before_each"|"after_each", "kind", "target", "args", "kwargs",
+    "name", "reroute"}``: a new node next to an anchor, or one next to each anchor a match object
+    selects (one edit); with ``"reroute": true`` (after only) each anchor's other users move to it.
+    ``%@`` in ``args``/``kwargs`` is the anchor."""
     state = tx.state
-    if ("before" in edit) == ("after" in edit):
-        raise EditRefused("insert needs exactly one of 'before' or 'after' (a node name).")
-    where = "before" if "before" in edit else "after"
-    anchor = node_field(state, edit, where)
+    given = [w for w in _WHERE if w in edit]
+    if len(given) != 1:
+        raise EditRefused("insert needs exactly one of 'before' or 'after' (a node name), or 'before_each' or "
+                          "'after_each' (a match object).")
+    where = given[0]
+    side = where.removesuffix("_each")
+    anchor = node_field(state, edit, where) if where == side else None
     kind = edit["kind"]
     if kind not in INSERT_KINDS:
         raise EditRefused(f"Unknown node kind {kind!r} (one of {', '.join(INSERT_KINDS)}).")
+    problem = bulk_fields_problem(edit)
+    if problem:
+        raise EditRefused(problem)
+    if anchor is not None:
+        return _insert_one(tx, edit, anchor, side, each=False)
+    if edit.get("name") is not None:
+        raise EditRefused(f"'name' names one node; with '{where}' each new node is named after its target.")
+    anchors, described = select_anchors(state, where, edit[where])
+    record: dict = {}
+    for anchor in anchors:
+        _, record = _insert_one(tx, edit, anchor, side, each=True)
+    record = {"op": "insert", where: dict(edit[where]),
+              **{k: v for k, v in record.items() if k not in ("op", side, "name")}, "sites": len(anchors)}
+    label = f"Insert {record['target']} {side} each {described} ({plural(len(anchors), 'node')})"
+    return label, record
+
+
+def _insert_one(tx: Transaction, edit: dict, anchor: torch.fx.Node, where: str, *, each: bool) -> tuple[str, dict]:
+    """Insert the node ``edit`` describes ``where`` (before/after) ``anchor`` (one of several when
+    ``each``: fx names it); its label and record."""
+    state = tx.state
+    kind = edit["kind"]
     if where == "before" and anchor.op == "placeholder":
-        raise EditRefused(f"Cannot insert before the input %{anchor.name}: inputs come first; insert after the last input.")
+        raise EditRefused(f"Cannot insert before the input %{anchor.name}: inputs come first; "
+                          "insert after the last input.")
     if where == "after" and anchor.op == "output":
         raise EditRefused("Cannot insert after the output node: nothing runs after the return.")
     reroute = edit.get("reroute", False)
@@ -60,11 +93,11 @@ def op_insert(tx: Transaction, edit: dict) -> tuple[str, dict]:
     if reroute and where == "before":
         raise EditRefused("'reroute' moves the anchor's users to the new node, so it needs 'after': "
                           "a node inserted before the anchor cannot take the anchor's value.")
-    name = _free_name(state, edit)
+    name = None if each else _free_name(state, edit)
     args_text = text_field(edit, "args", "()").strip()
     kwargs_text = text_field(edit, "kwargs", "{}").strip()
-    args = parse_in_graph(state, args_text)
-    kwargs = parse_in_graph(state, kwargs_text)
+    args = parse_with_anchor(state, args_text, anchor)
+    kwargs = parse_with_anchor(state, kwargs_text, anchor)
     if not isinstance(args, tuple):
         raise EditRefused(f"'args' must be a tuple such as (%{anchor.name},), not {args_text!r}.")
     if not isinstance(kwargs, dict) or not all(isinstance(k, str) and k.isidentifier() for k in kwargs):

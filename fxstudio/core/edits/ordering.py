@@ -44,25 +44,16 @@ def cycle_message(user: torch.fx.Node, new_input: torch.fx.Node, path: list[torc
             f"(%{new_input.name} depends on %{user.name}).")
 
 
-def _ancestors_after(user: torch.fx.Node, new_input: torch.fx.Node) -> list[torch.fx.Node]:
-    seen = {new_input}
-    stack = [new_input]
+def _reach(start: torch.fx.Node, step, inside) -> list[torch.fx.Node]:
+    """``start`` and every node reachable from it through ``step`` (a node's inputs or users) while
+    ``inside`` holds, in graph order."""
+    seen = {start}
+    stack = [start]
     while stack:
-        for inp in stack.pop().all_input_nodes:
-            if inp not in seen and user < inp:
-                seen.add(inp)
-                stack.append(inp)
-    return sorted(seen)
-
-
-def _descendants_before(user: torch.fx.Node, new_input: torch.fx.Node) -> list[torch.fx.Node]:
-    seen = {user}
-    stack = [user]
-    while stack:
-        for out in stack.pop().users:
-            if out not in seen and out < new_input:
-                seen.add(out)
-                stack.append(out)
+        for other in step(stack.pop()):
+            if other not in seen and inside(other):
+                seen.add(other)
+                stack.append(other)
     return sorted(seen)
 
 
@@ -79,8 +70,8 @@ def ensure_before(tx: Transaction, new_input: torch.fx.Node, user: torch.fx.Node
     path = cycle_path(user, new_input)
     if path is not None:
         raise EditRefused(cycle_message(user, new_input, path))
-    up = _ancestors_after(user, new_input)
-    down = _descendants_before(user, new_input)
+    up = _reach(new_input, lambda n: n.all_input_nodes, lambda n: user < n)  # its ancestors after user
+    down = _reach(user, lambda n: n.users, lambda n: n < new_input)  # user's descendants before it
     fixed = ("placeholder", "output")
     up_ok = not any(n.op in fixed for n in up)
     down_ok = not any(n.op in fixed for n in down)

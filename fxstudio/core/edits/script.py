@@ -1,4 +1,4 @@
-"""Edit scripts (design §4): the ``fxstudio.edits/1`` JSON format, strict validation, load and save.
+"""Edit scripts (docs/edit-scripts.md): the ``fxstudio.edits/1`` JSON format, strict validation, load and save.
 
 Replaying a script is ``fxstudio.core.document.replay``.
 """
@@ -12,14 +12,12 @@ import os
 from typing import Any
 
 from fxstudio.core.argsyntax import dict_literal_keys, short_repr
-from fxstudio.core.edits.validation import OP_FIELDS, check_fields, keyword_problem
+from fxstudio.core.edits.registry import OPS, check_fields
+from fxstudio.core.edits.validation import keyword_problem
 from fxstudio.core.errors import EditRefused, ScriptError
-from fxstudio.core.fileio import atomic_write_text
+from fxstudio.core.fileio import atomic_write_text, read_capped
 
 FORMAT = "fxstudio.edits/1"
-_TEXT_FIELDS = ("node", "value", "before", "after", "kind", "target", "args", "kwargs", "name",
-                "replace_uses_with", "with", "match")
-_BOOL_FIELDS = ("reroute",)
 MAX_SCRIPT_BYTES = 64 * 2**20  # far above any recorded session; stops a read of /dev/zero
 _MAX_POSITION = 1_000_000  # no call has this many positional arguments
 
@@ -43,13 +41,13 @@ def validate_script(script: Any) -> dict:
         raise ScriptError("The edit script's \"edits\" must be a list of edits.")
     for i, edit in enumerate(edits):
         try:
-            check_fields(edit)
+            spec = OPS[check_fields(edit)]
         except EditRefused as exc:
             raise ScriptError(f"Edit {i + 1}: {exc.message}") from None
-        for field in _TEXT_FIELDS:
+        for field in spec.text_fields:
             if field in edit and not isinstance(edit[field], str):
                 raise ScriptError(f"Edit {i + 1} ({edit['op']}): field {field!r} must be a string, not {short_repr(edit[field])}.")
-        for field in _BOOL_FIELDS:
+        for field in sorted(spec.bool_fields):
             if field in edit and not isinstance(edit[field], bool):
                 raise ScriptError(f"Edit {i + 1} ({edit['op']}): field {field!r} must be true or false, not {short_repr(edit[field])}.")
         if "key" in edit:
@@ -58,8 +56,6 @@ def validate_script(script: Any) -> dict:
                 raise ScriptError(f"Edit {i + 1} ({edit['op']}): 'key' must be an int (position) or a string (keyword).")
             if isinstance(key, int) and abs(key) > _MAX_POSITION:
                 raise ScriptError(f"Edit {i + 1} ({edit['op']}): position {short_repr(key, 30)} is out of range.")
-            if edit["op"] == "del_kwarg" and not isinstance(key, str):
-                raise ScriptError(f"Edit {i + 1} (del_kwarg): 'key' must be a keyword name.")
             problem = keyword_problem(key) if isinstance(key, str) else None
             if problem:
                 raise ScriptError(f"Edit {i + 1} ({edit['op']}): {problem}")
@@ -67,6 +63,9 @@ def validate_script(script: Any) -> dict:
             problem = keyword_problem(key)
             if problem:
                 raise ScriptError(f"Edit {i + 1} ({edit['op']}): 'kwargs': {problem}")
+        problem = spec.script_check(edit) if spec.script_check is not None else None
+        if problem:
+            raise ScriptError(f"Edit {i + 1} ({edit['op']}): {problem}")
     return script
 
 
@@ -74,13 +73,10 @@ def load_script(path: str | os.PathLike) -> dict:
     """Read and validate an edit script; ``ScriptError`` for unreadable files, text that is not
     UTF-8, bad JSON (too deep, numbers too long) or a bad format."""
     name = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SCRIPT_BYTES + 1)
-    except OSError as exc:
-        raise ScriptError(f"Cannot read the edit script {name!r}: {exc.strerror or exc}.") from None
-    if len(data) > MAX_SCRIPT_BYTES:
-        raise ScriptError(f"{name} is larger than {MAX_SCRIPT_BYTES // 2**20} MiB; that is not an edit script.")
+    data = read_capped(
+        path, MAX_SCRIPT_BYTES,
+        lambda exc: ScriptError(f"Cannot read the edit script {name!r}: {exc.strerror or exc}."),
+        lambda: ScriptError(f"{name} is larger than {MAX_SCRIPT_BYTES // 2**20} MiB; that is not an edit script."))
     text = _decode(name, data)
     try:
         script = json.loads(text)
@@ -125,4 +121,4 @@ def save_script(path: str | os.PathLike, script: dict) -> None:
     atomic_write_text(path, dumps_script(script))
 
 
-__all__ = ["FORMAT", "OP_FIELDS", "dumps_script", "load_script", "new_script", "save_script", "validate_script"]
+__all__ = ["FORMAT", "dumps_script", "load_script", "new_script", "save_script", "validate_script"]

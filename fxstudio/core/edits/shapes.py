@@ -17,8 +17,9 @@ from typing import Any, Callable
 
 import torch
 import torch.fx
-from torch.fx.passes.shape_prop import TensorMetadata, _extract_tensor_metadata
+from torch.fx.passes.shape_prop import TensorMetadata
 
+from fxstudio.core import fx_compat
 from fxstudio.core import trust
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.metadata import dtype_name
@@ -64,7 +65,7 @@ class ShapeRefresher:
         if budget == "default":
             budget = self.budget
         evaluations = 0
-        heap = list({n for n in nodes if not n._erased})
+        heap = list({n for n in nodes if not fx_compat.node_erased(n)})
         heapq.heapify(heap)
         queued = set(heap)
         values: dict[torch.fx.Node, Any] = {}
@@ -280,9 +281,7 @@ def fake_mode():
     model's shapes under a fake mode already does); its dispatch cache is process-wide."""
     mode = getattr(_LOCAL, "mode", None)
     if mode is None:
-        from torch._subclasses.fake_tensor import FakeTensorMode
-
-        mode = _LOCAL.mode = FakeTensorMode(allow_non_fake_inputs=True)
+        mode = _LOCAL.mode = fx_compat.fake_tensor_mode(allow_non_fake_inputs=True)
         _LOCAL.modules = weakref.WeakKeyDictionary()
     return mode
 
@@ -343,7 +342,7 @@ def _signature(meta: Any) -> Any:
 def _tensor_meta(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         try:
-            return _extract_tensor_metadata(value)
+            return fx_compat.extract_tensor_metadata(value)
         except Exception:  # noqa: BLE001 - symbolic sizes
             return None
     if isinstance(value, (list, tuple)) and value and any(isinstance(v, torch.Tensor) for v in value):

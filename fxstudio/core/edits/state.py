@@ -9,6 +9,10 @@ import torch
 import torch.fx
 from torch.fx.node import map_aggregate
 
+from fxstudio.core.passes import DEFAULT_PASS_TRUST
+
+from fxstudio.core import fx_compat
+
 ID_KEY = "fxs_id"
 
 
@@ -75,6 +79,11 @@ class EditState:
         # functions the traced graph calls: valid targets even outside torch/operator/math
         self.known_functions = tuple({id(n.target): n.target for n in gm.graph.nodes
                                       if n.op == "call_function"}.values())
+        # which pass files run_pass / replace_pattern may run (default: none; built-in passes always)
+        self.pass_trust = DEFAULT_PASS_TRUST
+        # (edit, PassOutcome) computed off the GUI thread by Document.prepare_edit, taken by the next
+        # run_pass / replace_pattern handler if it is for the same edit (edits/whole_graph.py).
+        self.prepared_outcome: tuple | None = None
 
     def new_id(self) -> int:
         """A fresh id, never used before in this document."""
@@ -85,7 +94,7 @@ class EditState:
         """The live node called ``name``, or None (an index kept by the primitives; a scan if a
         node was renamed behind the document's back)."""
         node = self.by_name.get(name)
-        if node is not None and not node._erased and node.name == name:
+        if node is not None and not fx_compat.node_erased(node) and node.name == name:
             return node
         for node in self.graph.nodes:
             if node.name == name:
@@ -128,15 +137,13 @@ class EditState:
             if self.by_name.get(node.name) is node:
                 del self.by_name[node.name]
             node.name = name
-            self.graph._graph_namespace._rename_object(node, name)
+            fx_compat.rename_in_namespace(self.graph, node, name)
         self.by_name[name] = node
 
     def snapshot_namespace(self) -> tuple[set[str], dict[str, int]]:
         """Copy of fx's name bookkeeping, restored when a transaction rolls back."""
-        ns = self.graph._graph_namespace
-        return set(ns._used_names), dict(ns._base_count)
+        return fx_compat.namespace_snapshot(self.graph)
 
     def restore_namespace(self, saved: tuple[set[str], dict[str, int]]) -> None:
         """Put fx's name bookkeeping back, so a refused or checked edit leaves no trace in later names."""
-        ns = self.graph._graph_namespace
-        ns._used_names, ns._base_count = set(saved[0]), dict(saved[1])
+        fx_compat.namespace_restore(self.graph, saved)

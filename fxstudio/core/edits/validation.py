@@ -1,5 +1,5 @@
 """Checks made before an edit touches the graph: call signatures (arity, accepted keywords) and
-the shape of an edit dict (its op and fields).
+keyword names. The fields of an edit dict are checked by ``registry.check_fields``.
 """
 
 from __future__ import annotations
@@ -7,89 +7,26 @@ from __future__ import annotations
 import inspect
 import keyword
 import operator
+import re
 import unicodedata
 from typing import Any
 
 import torch
 import torch.fx
-from torch.fx.operator_schemas import get_signature_for_torch_op
 
 from fxstudio.core.argsyntax import format_value, short_repr
 from fxstudio.core.errors import EditRefused
-
-# Fields of each op of design §4: (required, optional). "node"/"match" and "before"/"after" are
-# alternatives checked by the op itself.
-OP_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "set_arg": (frozenset({"node", "key", "value"}), frozenset()),
-    "del_kwarg": (frozenset({"node", "key"}), frozenset()),
-    "insert": (frozenset({"kind", "target"}), frozenset({"before", "after", "args", "kwargs", "name", "reroute"})),
-    "erase": (frozenset({"node"}), frozenset({"replace_uses_with"})),
-    "replace_uses": (frozenset({"node", "with"}), frozenset()),
-    "set_target": (frozenset({"target"}), frozenset({"node", "match"})),
-    "duplicate": (frozenset({"node"}), frozenset({"name"})),
-    "rename": (frozenset({"node", "name"}), frozenset()),
-    "eliminate_dead_code": (frozenset(), frozenset()),
-}
+from fxstudio.core.node_text import call_label
+from fxstudio.core.signatures import target_signatures
 
 
-def check_fields(edit: Any) -> str:
-    """The edit's op after checking its fields; ``EditRefused`` for an unknown op or field."""
-    if not isinstance(edit, dict):
-        raise EditRefused(f"An edit must be an object with an 'op' field, not {type(edit).__name__}.")
-    op = edit.get("op")
-    if not isinstance(op, str) or op not in OP_FIELDS:
-        raise EditRefused(f"Unknown edit op {short_repr(op)} (known: {', '.join(OP_FIELDS)}).")
-    required, optional = OP_FIELDS[op]
-    unknown = sorted(set(edit) - required - optional - {"op"}, key=str)
-    if unknown:
-        raise EditRefused(f"Unknown field(s) {', '.join(short_repr(f, 40) for f in unknown[:5])} for op {op!r} "
-                          f"(fields: {', '.join(sorted(required | optional))}).")
-    missing = sorted(required - set(edit))
-    if missing:
-        raise EditRefused(f"Op {op!r} needs the field(s) {', '.join(map(repr, missing))}.")
-    return op
-
-
-def signatures(op: str, target: Any, gm: torch.nn.Module | None = None) -> list[inspect.Signature] | None:
-    """Call signatures a node's args must fit (several for overloaded torch ops), or None if unknown.
-
-    ``call_method`` signatures are unknown: tensor methods take varargs that the functional
-    schemas do not describe (``x.view(-1, 1)``).
-    """
-    if op == "call_function":
-        if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)) or _is_torch_builtin(target):
-            try:
-                sigs = get_signature_for_torch_op(target)
-            except Exception:  # noqa: BLE001 - schema lookup is best effort
-                sigs = None
-            if sigs:
-                return sigs
-        try:
-            return [inspect.signature(target)]
-        except (TypeError, ValueError):
-            return None
-    if op == "call_module" and gm is not None and isinstance(target, str):
-        try:
-            return [inspect.signature(gm.get_submodule(target).forward)]
-        except (AttributeError, TypeError, ValueError):
-            return None
-    return None
-
-
-def _is_torch_builtin(fn: Any) -> bool:
-    return (inspect.isbuiltin(fn) or type(fn).__name__ == "builtin_function_or_method") and \
-        (getattr(fn, "__module__", None) or "").startswith("torch")
-
-
-def target_label(op: str, target: Any) -> str:
-    """Short text for messages: ``torch.add``, ``.view``, ``layer1.conv``."""
-    from fxstudio.core.targets import format_callable
-
-    if op == "call_function":
-        return format_callable(target)
-    if op == "call_method":
-        return f".{target}()"
-    return str(target)
+def signatures(op: str, target: Any, gm: torch.nn.Module | None = None,
+               args: tuple | None = None) -> list[inspect.Signature] | None:
+    """Call signatures a node's args must fit (several for overloaded torch ops), or None if unknown:
+    those of ``fxstudio.core.signatures`` (which decides the ``call_method`` case: only a method on a
+    known tensor, ``args[0]``, has signatures), the same the Properties panel shows."""
+    sigs = target_signatures(op, target, gm) if args is None else target_signatures(op, target, gm, args)
+    return list(sigs) or None
 
 
 def check_call(op: str, target: Any, args: tuple, kwargs: dict, gm: torch.nn.Module | None = None) -> str | None:
@@ -119,10 +56,10 @@ def check_call(op: str, target: Any, args: tuple, kwargs: dict, gm: torch.nn.Mod
         return f"{format_value(args[0])}[...] cannot be indexed: args[0] of getitem must be a node or a sequence."
     if op == "call_method" and (not args or not isinstance(args[0], torch.fx.Node)):
         return f"The object .{target}() is called on (args[0]) must be a node reference such as %x."
-    sigs = signatures(op, target, gm)
+    sigs = signatures(op, target, gm, args)
     if not sigs:
         return None
-    name = target_label(op, target)
+    name = call_label(op, target)
     known = _keyword_names(sigs)
     if known is not None:
         bad = [k for k in kwargs if k not in known]
@@ -203,3 +140,125 @@ def positional_names(op: str, target: Any, gm: torch.nn.Module | None = None) ->
         return []
     return [p.name for p in sigs[0].parameters.values()
             if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+
+
+# ------------------------------------------------------------------------- kwargs a swap drops
+
+
+def droppable_kwargs(op: str, old: Any, new: Any, args: tuple, kwargs: dict,
+                     gm: torch.nn.Module | None = None) -> list[str]:
+    """The keywords of a call that a swap from ``old`` to ``new`` may drop: those ``new`` does not
+    accept (by its known signatures) whose value equals their default in a signature of ``old``
+    (``F.relu``'s ``inplace=False`` when swapping to ``F.gelu``). A keyword with another value stays,
+    and ``check_call`` then refuses it by name; nothing is dropped when ``new``'s signature is unknown."""
+    if op not in ("call_function", "call_method") or not kwargs:
+        return []
+    new_sigs = signatures(op, new, gm, args)
+    accepted = _keyword_names(new_sigs) if new_sigs else None
+    if accepted is None:
+        return []
+    old_sigs = signatures(op, old, gm, args) or []
+    return [k for k, v in kwargs.items()
+            if k not in accepted and any(_is_default(sig, k, v) for sig in old_sigs)]
+
+
+def _is_default(sig: inspect.Signature, key: str, value: Any) -> bool:
+    param = sig.parameters.get(key)
+    if param is None or param.default is inspect.Parameter.empty or isinstance(value, torch.fx.Node):
+        return False
+    try:
+        return type(value) is type(param.default) and bool(value == param.default)
+    except Exception:  # noqa: BLE001 - an odd value that cannot be compared is not a default
+        return False
+
+
+# ------------------------------------------------------------------- fields of the bulk forms
+
+MAX_REGEX_CHARS = 200
+"""The longest ``{"regex": ...}`` an anchor of ``insert`` may have."""
+
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+
+
+def anchor_spec_problem(field: str, spec: Any) -> str | None:
+    """Why ``spec`` is not a valid ``after_each``/``before_each`` object (``{"match": TARGET}`` or
+    ``{"regex": PATTERN}``), or None."""
+    if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in ("match", "regex"):
+        return (f"'{field}' must be an object with one field, \"match\" (a target such as torch.nn.Conv2d) "
+                f"or \"regex\" (node names), not {short_repr(spec, 60)}.")
+    key, value = next(iter(spec.items()))
+    if not isinstance(value, str) or not value.strip():
+        return f"'{field}': \"{key}\" must be non-empty text, not {short_repr(value, 60)}."
+    if key == "regex":
+        try:
+            name_regex(field, value)
+        except EditRefused as exc:
+            return exc.message
+    return None
+
+
+def name_regex(field: str, text: str) -> re.Pattern:
+    """The compiled node-name pattern of an anchor object; ``EditRefused`` (one line) when it is too
+    long, does not compile, or nests repetitions (``(a+)+``, whose matching can take exponential time)."""
+    if len(text) > MAX_REGEX_CHARS:
+        raise EditRefused(f"'{field}': the regex has {len(text):,} characters; at most {MAX_REGEX_CHARS} are allowed.")
+    try:
+        pattern = re.compile(text)
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
+        where = f" at position {exc.pos}" if getattr(exc, "pos", None) is not None else ""
+        reason = getattr(exc, "msg", None) or str(exc).splitlines()[0]
+        raise EditRefused(f"'{field}': the regex {short_repr(text, 60)} does not compile: {reason}{where}.") from None
+    if _nested_repeat(text):
+        raise EditRefused(f"'{field}': the regex {short_repr(text, 60)} repeats a group that itself repeats or "
+                          "branches (like (a+)+ or (a|b)*), which can take exponential time; write it without "
+                          "the nesting.")
+    return pattern
+
+
+def _nested_repeat(text: str) -> bool:
+    try:
+        import re._parser as sre_parse  # noqa: PLC0415 - Python 3.11+; the check is skipped without it
+    except ImportError:  # pragma: no cover
+        return False
+    try:
+        parsed = sre_parse.parse(text)
+    except Exception:  # noqa: BLE001 - it compiled, so this does not happen
+        return False
+
+    def walk(value):
+        if isinstance(value, (list, sre_parse.SubPattern)):
+            for item in value:
+                yield from walk(item)
+        elif isinstance(value, tuple):
+            if len(value) == 2 and isinstance(value[0], int) and hasattr(value[0], "name"):
+                yield value
+            for item in value:
+                yield from walk(item)
+
+    for op, av in walk(parsed):
+        if op.name in _REPEATS and av[1] > 1:
+            if any(o.name == "BRANCH" or (o.name in _REPEATS and a[1] > 1) for o, a in walk(av[2])):
+                return True
+    return False
+
+
+def bulk_fields_problem(edit: dict) -> str | None:
+    """Why the bulk fields of an ``insert`` or ``set_target`` edit are malformed, or None: the anchor
+    objects ``after_each``/``before_each``, and the recorded ``sites`` (a count) and ``dropped_kwargs``
+    (keyword names)."""
+    for field in ("after_each", "before_each"):
+        if field in edit:
+            problem = anchor_spec_problem(field, edit[field])
+            if problem:
+                return problem
+    sites = edit.get("sites", 1)
+    if isinstance(sites, bool) or not isinstance(sites, int) or not 1 <= sites <= 10**9:
+        return f"'sites' (recorded) must be a count of nodes, 1 or more, not {short_repr(sites, 40)}."
+    dropped = edit.get("dropped_kwargs", ["x"])
+    if not isinstance(dropped, list) or not dropped or len(dropped) > 1000:
+        return f"'dropped_kwargs' (recorded) must be a list of keyword names, not {short_repr(dropped, 60)}."
+    for key in dropped:
+        problem = keyword_problem(key)
+        if problem:
+            return f"'dropped_kwargs': {problem}"
+    return None

@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 import torch.fx
-import torch.utils._pytree as pytree
 from torch import nn
 
+from fxstudio.core import fx_compat
 from fxstudio.core.code_names import check_attribute_path, check_identifier, is_identifier
 from fxstudio.core.errors import ExportError
 from fxstudio.core.export.modules import ImportNamer, constructor_expression, literal
@@ -118,13 +118,13 @@ def plain_graph(gm: torch.fx.GraphModule) -> torch.fx.Graph:
     for node in list(graph.nodes):
         if node.op == "call_module" and node.target == "_guards_fn" and not node.users:
             graph.erase_node(node)
-    codegen = gm.graph._codegen
+    codegen = fx_compat.graph_codegen(gm.graph)
     info = getattr(codegen, "pytree_info", None)
     if info is not None:
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if info.in_spec is not None:
             try:
-                structure = pytree.tree_unflatten(list(range(len(placeholders))), info.in_spec)
+                structure = fx_compat.tree_unflatten(list(range(len(placeholders))), info.in_spec)
             except Exception:  # noqa: BLE001 - any mismatch means a structure we do not rebuild
                 structure = None
             if structure != (tuple(range(len(placeholders))), {}):
@@ -134,7 +134,7 @@ def plain_graph(gm: torch.fx.GraphModule) -> torch.fx.Graph:
                 )
         if info.out_spec is not None:
             flat = list(output) if isinstance(output, (tuple, list)) else [output]
-            output = _build_namedtuples(graph, pytree.tree_unflatten(flat, info.out_spec))
+            output = _build_namedtuples(graph, fx_compat.tree_unflatten(flat, info.out_spec))
             _check_output_structure(output)
     graph.output(output)
     graph.lint()
@@ -364,60 +364,44 @@ def generate_file(
         out.append("")
         out.extend(others)
     if from_user:
-        out.append("")
-        out.append("try:")
-        out.extend(f"    {x}" for x in from_user)
-        out.append("except ModuleNotFoundError as exc:")
-        out.append(f"    if exc.name != {quoted(user_import)}:")
-        out.append("        raise")
-        out.append("    raise ModuleNotFoundError(")
-        out.append(f'        "this file uses code from {user_import}.py, the model file it was exported from: put the "')
-        out.append('        "folder of that file on sys.path (or PYTHONPATH)", name=exc.name')
-        out.append("    ) from exc")
+        out += ["", "try:", *(f"    {x}" for x in from_user),
+                "except ModuleNotFoundError as exc:",
+                f"    if exc.name != {quoted(user_import)}:",
+                "        raise",
+                "    raise ModuleNotFoundError(",
+                f'        "this file uses code from {user_import}.py, the model file it was exported from: put the "',
+                '        "folder of that file on sys.path (or PYTHONPATH)", name=exc.name',
+                "    ) from exc"]
     out.extend(module_level)
     if wrapped:
-        out.append("")
-        out.append("# Keep these calls as single nodes when this file is traced with torch.fx (as in the graph it came from).")
-        out.extend(f"torch.fx.wrap({quoted(n)})" for n in wrapped)
-    out.append("")
-    out.append(f"WEIGHTS_FILE = {quoted(weights_name)}")
-    out.append('"""Parameters, buffers and tensor constants, in the file beside this one."""')
+        out += ["", "# Keep these calls as single nodes when this file is traced with torch.fx (as in the graph it came from).",
+                *(f"torch.fx.wrap({quoted(n)})" for n in wrapped)]
+    out += ["", f"WEIGHTS_FILE = {quoted(weights_name)}",
+            '"""Parameters, buffers and tensor constants, in the file beside this one."""']
     for helper in ([ATTACH_HELPER] if needs_attach else []) + ([TIE_HELPER] if tied else []):
-        out.append("")
-        out.append("")
-        out.append(helper.strip("\n"))
-    out.append("")
-    out.append("")
-    out.append(f"class {class_name}(nn.Module):")
-    out.append('    """The graph as a module; its weights come from WEIGHTS_FILE (see get_model)."""')
-    out.append("")
-    out.append("    def __init__(self):")
-    out.append("        super().__init__()")
-    out.extend(f"        {line}" if line else "" for line in init_lines)
-    out.append("")
-    out.extend("    " + line if line else "" for line in forward.splitlines())
-    out.append("")
-    out.append("")
-    out.append(f"def get_model() -> {class_name}:")
-    out.append('    """Build the module and load its weights from the file beside this one."""')
-    out.append(f"    model = {class_name}()")
-    out.append("    state = torch.load(Path(__file__).with_name(WEIGHTS_FILE), map_location=\"cpu\", weights_only=True)")
-    out.append("    model.load_state_dict(state, assign=True)")
+        out += ["", "", helper.strip("\n")]
+    out += ["", "", f"class {class_name}(nn.Module):",
+            '    """The graph as a module; its weights come from WEIGHTS_FILE (see get_model)."""',
+            "",
+            "    def __init__(self):",
+            "        super().__init__()",
+            *(f"        {line}" if line else "" for line in init_lines),
+            "",
+            *("    " + line if line else "" for line in forward.splitlines()),
+            "", "", f"def get_model() -> {class_name}:",
+            '    """Build the module and load its weights from the file beside this one."""',
+            f"    model = {class_name}()",
+            "    state = torch.load(Path(__file__).with_name(WEIGHTS_FILE), map_location=\"cpu\", weights_only=True)",
+            "    model.load_state_dict(state, assign=True)"]
     if tied:
         out.append("    # One tensor under several names in the source model: tie them again.")
         out.extend(f"    _tie(model, {quoted(name)}, {quoted(same_as)})" for name, same_as in tied)
-    out.append(f"    model.train({gm.training})")
-    out.extend(train_lines)
-    out.append("    return model")
-    out.append("")
-    out.append("")
-    out.append("def example_inputs() -> tuple:")
-    out.append('    """Random inputs with the shapes and dtypes of the example inputs the graph was traced with."""')
-    out.append(f"    return {_input_expr(tuple(example_inputs))}")
+    out += [f"    model.train({gm.training})", *train_lines, "    return model",
+            "", "", "def example_inputs() -> tuple:",
+            '    """Random inputs with the shapes and dtypes of the example inputs the graph was traced with."""',
+            f"    return {_input_expr(tuple(example_inputs))}"]
     if record_names:
-        out.append("")
-        out.append("")
-        out.extend(names_block(gm.graph))
+        out += ["", "", *names_block(gm.graph)]
     source = "\n".join(out) + "\n"
     try:
         compile(source, f"{class_name}.py", "exec")

@@ -21,6 +21,7 @@ from typing import Any, Callable
 import torch
 from torch import nn
 
+from fxstudio.core import fx_compat
 from fxstudio.core.code_names import is_attribute_path, is_identifier
 from fxstudio.core.errors import ExportError
 
@@ -190,7 +191,7 @@ def constructor_expression(module: nn.Module, path: str, namer: ImportNamer) -> 
     strategy rebuilds it exactly.
     """
     cls = type(module)
-    if cls is nn.Sequential and all(name == str(i) for i, name in enumerate(module._modules)):
+    if cls is nn.Sequential and all(name == str(i) for i, name in enumerate(fx_compat.module_children(module))):
         parts = [constructor_expression(child, f"{path}.{name}", namer) for name, child in module.named_children()]
         return f"{namer.name_for(nn.Sequential)}({', '.join(parts)})"
     reasons = []

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core import fx_compat
 from fxstudio.core.code_names import check_identifier
 
 NAMES_VARIABLE = "FXSTUDIO_NODE_NAMES"
@@ -24,6 +25,8 @@ SIGNATURE_VARIABLE = "FXSTUDIO_GRAPH_SIGNATURE"
 
 
 def _target_text(node: torch.fx.Node) -> str:
+    """The target as the graph signature stored in exported files spells it: not a presentation
+    (``node_text.target_text``) but a persisted format, kept byte-stable so older exports verify."""
     target = node.target
     if callable(target):
         return f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', repr(target))}"
@@ -80,9 +83,8 @@ def restore_exported_names(gm: torch.fx.GraphModule, module: Any) -> bool:
         return False
     if not all(n.isidentifier() for n in names):
         return False
-    namespace = gm.graph._graph_namespace
     for node, name in zip(order, names):
         node.name = name
-    namespace._used_names.update(names)
+    fx_compat.reserve_names(gm.graph, names)
     gm.recompile()
     return True

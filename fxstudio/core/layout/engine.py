@@ -39,12 +39,6 @@ SWEEP_LIMIT = 30000  # nodes + dummies up to which the exact layer-by-layer swee
 Sizes = Mapping[str, tuple[float, float]] | Callable[[str], tuple[float, float]] | None
 
 
-def default_size(name: str, target: str, shape: str = "") -> tuple[float, float]:
-    """Card size from the longest of the texts the canvas shows (name, target, shape): ~180×56."""
-    longest = max(len(name), len(target), len(shape))
-    return (float(min(MAX_W, max(MIN_W, CHAR_W * longest + 32))), CARD_H)
-
-
 def card_width(label_len: int) -> float:
     """The width of a card whose longest text has ``label_len`` characters."""
     return min(max(CHAR_W * label_len + 32, MIN_W), MAX_W)

@@ -14,6 +14,8 @@ import networkx as nx
 import numpy as np
 import torch.fx
 
+from fxstudio.core.node_text import META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
+
 
 def _flat_inputs(value, key, out):
     """Append (node, key) for every Node inside ``value`` (nested lists, tuples, dicts, slices)."""
@@ -50,20 +52,9 @@ def node_inputs(node: torch.fx.Node) -> list[tuple[torch.fx.Node, int | str]]:
     return unique
 
 
-def target_text(node: torch.fx.Node) -> str:
-    """A short label for the node's target (``conv2d``, ``layer1.0.conv1``, ``add``)."""
-    target = node.target
-    if isinstance(target, str):
-        return target
-    name = getattr(target, "__name__", None)
-    if name:
-        return name
-    return str(target)
-
-
 def is_hidden(node: torch.fx.Node) -> bool:
     """True for lifted-parameter noise the loader marked (``node.meta["fxs_hidden"]``)."""
-    return bool(node.meta.get("fxs_hidden"))
+    return bool(node.meta.get(META_HIDDEN))
 
 
 @dataclass
@@ -130,15 +121,15 @@ def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
         except TypeError:  # an unhashable target
             text = None
         if text is None:
-            text = target_text(node)
+            text = target_label(node)
             try:
                 texts[target] = text
             except TypeError:
                 pass
         targets.append(text)
-    paths = [meta.get("fxs_module_path") or "" for meta in metas]
-    stacks = [meta.get("fxs_module_stack") or [] for meta in metas]
-    shapes = [meta.get("fxs_shape") for meta in metas]
+    paths = [meta.get(META_MODULE_PATH) or "" for meta in metas]
+    stacks = [meta.get(META_MODULE_STACK) or [] for meta in metas]
+    shapes = [meta.get(META_SHAPE) for meta in metas]
     shape_lens: dict[tuple, int] = {}
     shape_len = []
     for shape in shapes:
@@ -176,10 +167,10 @@ def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
                     keys.append(key)
                     all_weights = all_weights and wl[j]
         op = ops[i]
-        if op == "get_attr" or (op == "placeholder" and metas[i].get("fxs_hidden")):
+        if op == "get_attr" or (op == "placeholder" and metas[i].get(META_HIDDEN)):
             wl[i] = True
         elif op in ("call_function", "call_method") and (
-            all_weights or ("fxs_shape" in metas[i] and shapes[i] is None and node.users)
+            all_weights or (META_SHAPE in metas[i] and shapes[i] is None and node.users)
         ):
             # Parameters and constants, and non-tensor plumbing (x.shape, its getitems): both
             # belong next to the op that uses them.
@@ -198,8 +189,8 @@ def to_networkx(graph: torch.fx.Graph) -> nx.DiGraph:
     g = nx.DiGraph()
     for node in graph.nodes:
         g.add_node(
-            node.name, op=node.op, target=target_text(node),
-            module_path=node.meta.get("fxs_module_path") or "", hidden=is_hidden(node),
+            node.name, op=node.op, target=target_label(node),
+            module_path=node.meta.get(META_MODULE_PATH) or "", hidden=is_hidden(node),
         )
     for node in graph.nodes:
         for inp, key in node_inputs(node):

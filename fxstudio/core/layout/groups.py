@@ -11,6 +11,7 @@ import functools
 import numpy as np
 
 from fxstudio.core.layout.types import GroupBox
+from fxstudio.core.node_text import META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
 
 
 @functools.lru_cache(maxsize=65536)
@@ -205,22 +206,32 @@ def build_groups(
 def _signature(path: str, members: list, classes: dict[str, str]) -> tuple:
     """Structure of a group: its class and, per member in graph order, op, relative target and
     where each input comes from (a member index, or outside)."""
-    from fxstudio.core.layout.graph_model import node_inputs, target_text
+    from fxstudio.core.layout.graph_model import node_inputs
 
     index = {node: i for i, node in enumerate(members)}
     prefix = path + "."
     items = []
     for node in members:
-        target = target_text(node)
+        target = target_label(node)
         if node.op in ("call_module", "get_attr") and target.startswith(prefix):
             target = target[len(prefix):]
         elif node.op == "placeholder":
             target = ""  # a lifted parameter's name spells its path
-        inner = node.meta.get("fxs_module_path") or ""
+        inner = node.meta.get(META_MODULE_PATH) or ""
         rel = inner[len(prefix):] if inner.startswith(prefix) else ""
         inputs = tuple((index.get(src, -1), key) for src, key in node_inputs(node))
-        items.append((node.op, target, rel, inputs, node.meta.get("fxs_shape")))
+        items.append((node.op, target, rel, _frozen(inputs), _frozen(node.meta.get(META_SHAPE))))
     return (classes.get(path), tuple(items))
+
+
+def _frozen(value):
+    """``value`` with its lists (a multi-output node's shapes, a list-valued input key) as tuples,
+    so a signature is hashable."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
+    return value
 
 
 def repeated_groups(graph) -> list[list[str]]:
@@ -230,8 +241,8 @@ def repeated_groups(graph) -> list[list[str]]:
     members: dict[str, list] = {}
     stacks, paths = [], []
     for node in graph.nodes:
-        path = node.meta.get("fxs_module_path") or ""
-        stacks.append(node.meta.get("fxs_module_stack") or [])
+        path = node.meta.get(META_MODULE_PATH) or ""
+        stacks.append(node.meta.get(META_MODULE_STACK) or [])
         paths.append(path)
         for a in ancestors(path):
             members.setdefault(a, []).append(node)

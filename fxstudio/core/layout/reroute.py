@@ -21,7 +21,8 @@ from typing import Callable
 import numpy as np
 import torch.fx
 
-from fxstudio.core.layout.graph_model import GraphArrays, node_inputs, target_text
+from fxstudio.core.layout.graph_model import GraphArrays, node_inputs
+from fxstudio.core.node_text import META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
 from fxstudio.core.layout.types import EdgeRoute, Layout
 
 CARD_MARGIN = 12.0   # a lane keeps this far from a card's side
@@ -296,10 +297,10 @@ def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozens
 def node_facts(node: torch.fx.Node) -> tuple:
     """(op, target text, module path, module stack, label length) of one node, as ``extract_graph``
     records them."""
-    name, target, meta = node.name, target_text(node), node.meta
-    shape = meta.get("fxs_shape")
+    name, target, meta = node.name, target_label(node), node.meta
+    shape = meta.get(META_SHAPE)
     shape_len = len("×".join(str(d) for d in shape)) if type(shape) is tuple else 0
-    return (node.op, target, meta.get("fxs_module_path") or "", meta.get("fxs_module_stack") or [],
+    return (node.op, target, meta.get(META_MODULE_PATH) or "", meta.get(META_MODULE_STACK) or [],
             max(len(name), len(target), shape_len))
 
 
@@ -315,10 +316,10 @@ def node_edges(node: torch.fx.Node, index: dict[str, int]) -> list[tuple[int, in
 def node_weight_like(node: torch.fx.Node, all_inputs_weight_like: bool) -> bool:
     """The layout's "weight-like" rule for one node (as ``extract_graph`` applies it)."""
     op, meta = node.op, node.meta
-    if op == "get_attr" or (op == "placeholder" and meta.get("fxs_hidden")):
+    if op == "get_attr" or (op == "placeholder" and meta.get(META_HIDDEN)):
         return True
     return op in ("call_function", "call_method") and (
-        all_inputs_weight_like or ("fxs_shape" in meta and meta.get("fxs_shape") is None and bool(node.users)))
+        all_inputs_weight_like or (META_SHAPE in meta and meta.get(META_SHAPE) is None and bool(node.users)))
 
 
 def _remembered(points, sb, db) -> list[tuple[float, float]] | None:

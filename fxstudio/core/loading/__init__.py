@@ -5,5 +5,6 @@ from __future__ import annotations
 
 from fxstudio.core.loading.load import load_model
 from fxstudio.core.loading.inputs import inputs_from_shapes
+from fxstudio.core.loading.py_loader import run_user_code, user_frame
 
-__all__ = ["inputs_from_shapes", "load_model"]
+__all__ = ["inputs_from_shapes", "load_model", "run_user_code", "user_frame"]

@@ -1,6 +1,7 @@
 """``load_model``: a model file (``.py``, ``.pt2``, ``.pt``/``.pth``) to a traced ``LoadedModel``.
 
-See design §2 for the file kinds and the entry resolution order, and docs/CONTRACTS.md for the
+See the README ("Open a model") and docs/notes/foundation.md for the file kinds and the entry
+resolution order, and docs/CONTRACTS.md for the
 node metadata written here.
 """
 

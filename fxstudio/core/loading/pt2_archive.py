@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from fxstudio.core import fx_compat
 from fxstudio.core.code_names import is_attribute_path, shown
 from fxstudio.core import trust
 from fxstudio.core.errors import LoadError
@@ -164,10 +165,8 @@ class _SafeReader:
         return {n.split("/", 1)[1] for n in names}
 
     def _reader(self):
-        from torch.export.pt2_archive._package import PT2ArchiveReader
-
         try:
-            return PT2ArchiveReader(io.BytesIO(self.data))
+            return fx_compat.pt2_archive_reader(io.BytesIO(self.data))
         except Exception as exc:  # noqa: BLE001 - torch's zip reader raises RuntimeError/AssertionError
             raise LoadError(f"{self.path}: torch cannot read this archive ({type(exc).__name__}: {_first_line(exc)}).") from None
 
@@ -228,8 +227,8 @@ class _SafeReader:
     def _payloads(self, reader, records: set[str], kind: str, directory: str, config_format: str) -> dict:
         """Weights or constants by name: raw tensors as torch reads them, pickled ones with weights_only=True."""
         from torch.export.pt2_archive import constants as C
-        from torch.export.pt2_archive._package import _build_file_map, _load_payload_config
-        from torch._export.serde.serialize import deserialize_size, deserialize_storage_offset, deserialize_stride
+        _build_file_map, _load_payload_config = fx_compat.pt2_payload_helpers()
+        deserialize_size, deserialize_storage_offset, deserialize_stride = fx_compat.tensor_layout_deserializers()
 
         legacy = f"{directory}{MODEL_NAME}.pt"
         if legacy in records:
@@ -298,12 +297,8 @@ class _SafeReader:
             raise LoadError(f"{self.path}: {what} cannot be read ({type(exc).__name__}: {_first_line(exc)}).") from None
 
     def _deserialize(self, model_bytes: bytes, state_dict: dict, constants: dict, sample):
-        from torch._export.serde import schema
-        from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
-
         try:
-            serialized = _bytes_to_dataclass(schema.ExportedProgram, model_bytes)
-            return ExportedProgramDeserializer(None).deserialize(serialized, state_dict, constants, sample)
+            return fx_compat.deserialize_program(model_bytes, state_dict, constants, sample)
         except Exception as exc:  # noqa: BLE001 - a damaged or incompatible program
             raise _unreadable(self.path, "torch could not rebuild the exported program", exc, "damaged") from None
 

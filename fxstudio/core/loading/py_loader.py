@@ -12,6 +12,7 @@ import inspect
 import sys
 import traceback
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,29 +54,41 @@ def run_model_file(path: Path) -> types.ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     _user_module_files[name] = path
-    try:
-        # Compiled from source every time: a bytecode cache could hide an edit made within a second.
-        code = compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-        exec(code, module.__dict__)  # noqa: S102 - running the user's model file is the point
-    except SyntaxError as exc:
-        sys.modules.pop(name, None)
-        raise LoadError(
-            f"{path}: syntax error at line {exc.lineno}: {exc.msg}"
-            + (f" — `{exc.text.strip()}`" if exc.text else "")
-            + ". Fix the file and open it again."
-        ) from None
-    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
-        sys.modules.pop(name, None)
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        where = user_frame(exc.__traceback__, path)
+
+    def raised(exc: BaseException, where: traceback.FrameSummary | None) -> LoadError:
         at = f" at line {where.lineno} (`{(where.line or '').strip()}`)" if where else ""
-        raise LoadError(
+        return LoadError(
             f"{path}: running the file raised {type(exc).__name__}{at}: {exc}. "
-            "fxstudio runs the model file as `python file.py` would; fix the error and open it again."
-        ) from None
+            "fxstudio runs the model file as `python file.py` would; fix the error and open it again.")
+
+    # Compiled from source every time: a bytecode cache could hide an edit made within a second.
+    run_user_code(path, module, None, lambda exc: LoadError(
+        f"{path}: syntax error at line {exc.lineno}: {exc.msg}"
+        + (f" — `{exc.text.strip()}`" if exc.text else "")
+        + ". Fix the file and open it again."), raised)
     _stamp_siblings(path.parent)
     return module
+
+
+def run_user_code(path: Path, module: types.ModuleType, source: bytes | None,
+                  syntax_error: Callable[[SyntaxError], Exception],
+                  raised: Callable[[BaseException, traceback.FrameSummary | None], Exception]) -> None:
+    """Compile ``source`` (the bytes of the user's file ``path``; None: read the file now, a read
+    failure counting as raised) and run it in ``module``, which the caller put in ``sys.modules``.
+    On failure the module leaves ``sys.modules`` again and ``syntax_error(exc)`` or ``raised(exc, where)``
+    is raised, ``where`` the innermost frame in ``path`` (:func:`user_frame`, or None); a
+    ``KeyboardInterrupt`` propagates as it is."""
+    try:
+        code = compile(path.read_bytes() if source is None else source, str(path), "exec", dont_inherit=True)
+        exec(code, module.__dict__)  # noqa: S102 - running the user's own file is the point
+    except SyntaxError as exc:
+        sys.modules.pop(module.__name__, None)
+        raise syntax_error(exc) from None
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
+        sys.modules.pop(module.__name__, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise raised(exc, user_frame(exc.__traceback__, path)) from None
 
 
 def user_frame(tb, path: Path) -> traceback.FrameSummary | None:
@@ -227,7 +240,7 @@ def _build(obj: Any, label: str, path: Path) -> nn.Module:
 
 
 def resolve_entry(module: types.ModuleType, path: Path, name: str | None) -> tuple[nn.Module, str]:
-    """The model of a loaded file and the entry's name, in the order of design §2."""
+    """The model of a loaded file and the entry's name, in the README's order ("Open a model")."""
     if name:
         if not hasattr(module, name):
             raise LoadError(

@@ -1,4 +1,8 @@
-"""Stylesheet shared by the structure-action dialogs."""
+"""Stylesheet and chrome shared by the structure-action dialogs."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QPushButton
 
 DIALOG_QSS = """
 QDialog#fxsDialog { background: #f6f7f9; }
@@ -27,3 +31,24 @@ QDialog#fxsDialog QListWidget::item { padding: 3px 4px; }
 QDialog#fxsDialog QListWidget::item:selected { background: #1e88e5; color: white; }
 QDialog#fxsDialog QPushButton { padding: 4px 14px; }
 """
+
+
+def error_label() -> QLabel:
+    """The hidden, word-wrapped line a dialog shows a refusal in (styled ``fxsDialogError``)."""
+    error = QLabel()
+    error.setObjectName("fxsDialogError")
+    error.setWordWrap(True)
+    error.hide()
+    return error
+
+
+def ok_cancel_buttons(dialog: QDialog, ok_text: str) -> tuple[QDialogButtonBox, QPushButton]:
+    """OK (named ``ok_text``, the default button, calling ``dialog.try_accept``) and Cancel
+    (``dialog.reject``): the button box and its OK button."""
+    buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
+    ok_button = buttons.button(QDialogButtonBox.Ok)
+    ok_button.setText(ok_text)
+    ok_button.setDefault(True)
+    buttons.accepted.connect(dialog.try_accept)
+    buttons.rejected.connect(dialog.reject)
+    return buttons, ok_button

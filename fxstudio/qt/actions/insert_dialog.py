@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QListWidget,
+    QCheckBox, QComboBox, QDialog, QFormLayout, QLabel, QLineEdit, QListWidget,
     QVBoxLayout, QWidget,
 )
 
@@ -18,7 +18,7 @@ from fxstudio.core.argsyntax import parse_value
 from fxstudio.core.errors import FxStudioError
 from fxstudio.core.target_catalog import OP_KINDS, filter_targets, targets_for
 from fxstudio.core.targets import parse_target
-from fxstudio.qt.actions.dialog_style import DIALOG_QSS
+from fxstudio.qt.actions.dialog_style import DIALOG_QSS, error_label, ok_cancel_buttons
 from fxstudio.qt.properties.signature import signature_text
 
 LIST_LIMIT = 400
@@ -82,17 +82,9 @@ class InsertDialog(QDialog):
         form.addRow(self._key("name"), self.name)
         form.addRow(self._key(""), self.reroute)
         layout.addLayout(form)
-        self.error = QLabel()
-        self.error.setObjectName("fxsDialogError")
-        self.error.setWordWrap(True)
-        self.error.hide()
+        self.error = error_label()
         layout.addWidget(self.error)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok_button = self.buttons.button(QDialogButtonBox.Ok)
-        self.ok_button.setText("Insert")
-        self.ok_button.setDefault(True)
-        self.buttons.accepted.connect(self.try_accept)
-        self.buttons.rejected.connect(self.reject)
+        self.buttons, self.ok_button = ok_cancel_buttons(self, "Insert")
         layout.addWidget(self.buttons)
         self.kind.currentTextChanged.connect(self._fill_targets)
         self.where.currentTextChanged.connect(self._where_changed)

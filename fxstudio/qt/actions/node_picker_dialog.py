@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QDialog, QDialogButtonBox, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget,
+    QDialog, QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget,
 )
 
-from fxstudio.qt.actions.dialog_style import DIALOG_QSS
+from fxstudio.qt.actions.dialog_style import DIALOG_QSS, error_label, ok_cancel_buttons
 
 
 class NodePickerDialog(QDialog):
@@ -45,16 +45,8 @@ class NodePickerDialog(QDialog):
                 self.list.setCurrentItem(item)
         if self.list.currentItem() is None and self.list.count():
             self.list.setCurrentRow(0)
-        self.error = QLabel()
-        self.error.setObjectName("fxsDialogError")
-        self.error.setWordWrap(True)
-        self.error.hide()
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok_button = self.buttons.button(QDialogButtonBox.Ok)
-        self.ok_button.setText(ok_text)
-        self.ok_button.setDefault(True)
-        self.buttons.accepted.connect(self.try_accept)
-        self.buttons.rejected.connect(self.reject)
+        self.error = error_label()
+        self.buttons, self.ok_button = ok_cancel_buttons(self, ok_text)
         for w in (heading, text, self.filter, self.list, self.error, self.buttons):
             layout.addWidget(w)
         self.filter.textChanged.connect(self._filter)

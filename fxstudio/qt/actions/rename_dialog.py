@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import keyword
 
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QLabel, QLineEdit, QVBoxLayout, QWidget
 
-from fxstudio.qt.actions.dialog_style import DIALOG_QSS
+from fxstudio.qt.actions.dialog_style import DIALOG_QSS, error_label, ok_cancel_buttons
 
 
 class RenameDialog(QDialog):
@@ -28,16 +28,8 @@ class RenameDialog(QDialog):
         self.field.selectAll()
         hint = QLabel("A Python identifier, unique in the graph. The generated code uses it.")
         hint.setObjectName("fxsDialogHint")
-        self.error = QLabel()
-        self.error.setObjectName("fxsDialogError")
-        self.error.setWordWrap(True)
-        self.error.hide()
-        self.buttons = QDialogButtonBox(QDialogButtonBox.Ok | QDialogButtonBox.Cancel)
-        self.ok_button = self.buttons.button(QDialogButtonBox.Ok)
-        self.ok_button.setText("Rename")
-        self.ok_button.setDefault(True)
-        self.buttons.accepted.connect(self.try_accept)
-        self.buttons.rejected.connect(self.reject)
+        self.error = error_label()
+        self.buttons, self.ok_button = ok_cancel_buttons(self, "Rename")
         for w in (heading, self.field, hint, self.error, self.buttons):
             layout.addWidget(w)
         self.field.textEdited.connect(self._check)

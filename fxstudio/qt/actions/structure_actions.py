@@ -1,7 +1,7 @@
 """The structure actions of the editor: insert, erase, replace uses, duplicate, dead-code
 elimination and rename, each a QAction the window puts in its menus and toolbars.
 
-Each action ends in one ``doc.apply_edit`` op dict (design §4), after a dialog where the action
+Each action ends in one ``doc.apply_edit`` op dict (docs/edit-scripts.md "Ops"), after a dialog where the action
 needs a choice. Dialogs are opened with ``open()`` (window-modal, non-blocking) and kept in
 ``self.dialog`` while open, so tests and scripts can drive their widgets.
 """
@@ -39,6 +39,24 @@ def free_name(doc, target_text: str) -> str:
     return name
 
 
+class DocWatch:
+    """One subscription to the document last handed to it: calling it with another document (or None)
+    drops the old subscription and, for a document, calls ``on_change()`` on each of its events."""
+
+    def __init__(self, on_change: Callable[[], None]):
+        self._on_change = on_change
+        self._watched = None
+        self._unwatch: Callable[[], None] | None = None
+
+    def __call__(self, doc) -> None:
+        if doc is self._watched:
+            return
+        if self._unwatch is not None:
+            self._unwatch()
+        self._watched = doc
+        self._unwatch = doc.subscribe(lambda _event: self._on_change()) if doc is not None else None
+
+
 class StructureActions(QObject):
     """Insert before…/after…, Erase, Replace all uses with…, Duplicate, Dead-code elimination, Rename.
 
@@ -57,8 +75,7 @@ class StructureActions(QObject):
         self.selection = selection
         self.parent_widget = parent_widget
         self.dialog: QDialog | None = None
-        self._watched = None
-        self._unwatch = None
+        self._watch = DocWatch(self.update_enabled)
 
         def make(text: str, tip: str, slot, shortcut=None) -> QAction:
             action = QAction(text, parent_widget or self)
@@ -80,7 +97,7 @@ class StructureActions(QObject):
         self.duplicate = make("Duplicate", "Copy the selected node right after it", self._duplicate, "Ctrl+D")
         self.eliminate_dead_code = make("Dead-code elimination", "Remove nodes whose results are never used",
                                         self._dce)
-        # Shift+F2: plain F2 is the canvas's "edit the first argument" (design §11).
+        # Shift+F2: plain F2 is the canvas's "edit the first argument" (docs/notes/canvas.md, gestures).
         self.rename = make("Rename…", "Give the selected node a new name", self._rename, "Shift+F2")
         selection.changed.connect(lambda _ids: self.update_enabled())
         self.update_enabled()
@@ -107,14 +124,6 @@ class StructureActions(QObject):
 
     # ------------------------------------------------------------------ helpers
 
-    def _watch(self, doc) -> None:
-        if doc is self._watched:
-            return
-        if self._unwatch is not None:
-            self._unwatch()
-        self._watched = doc
-        self._unwatch = doc.subscribe(lambda _event: self.update_enabled()) if doc is not None else None
-
     def _node(self):
         doc = self._doc_provider()
         node_id = self.selection.current()
@@ -125,26 +134,26 @@ class StructureActions(QObject):
     def apply(self, edit: dict, *more: dict, label: str | None = None) -> str | None:
         """Apply one op dict (or several as one undoable command); on success select the node it
         added, if any; return the refusal reason or None."""
+        return self._apply(edit, *more, label=label)[1]
+
+    def _apply(self, edit: dict, *more: dict, label: str | None = None):
+        """``apply``, returning ``(EditResult, None)`` on success and ``(None, reason)`` on refusal."""
         doc = self._doc_provider()
         if doc is None:
-            return "no model is open"
-        added: list[int] = []
-        unsubscribe = doc.subscribe(lambda event: added.extend(sorted(event.added)))
+            return None, "no model is open"
         try:
             if more:
-                doc.apply_edits([edit, *more], label=label)
+                result = doc.apply_edits([edit, *more], label=label)
             else:
-                doc.apply_edit(edit)
+                result = doc.apply_edit(edit)
         except FxStudioError as exc:
             message = str(exc)
             self.edit_refused.emit(message)
-            return message
-        finally:
-            unsubscribe()
-        if added:
-            self.selection.set([added[-1]])
+            return None, message
+        if result.added:
+            self.selection.set([max(result.added)])
         self.update_enabled()
-        return None
+        return result, None
 
     def _show(self, dialog: QDialog) -> None:
         self.dialog = dialog
@@ -246,13 +255,9 @@ class StructureActions(QObject):
         doc = self._doc_provider()
         if doc is None:
             return
-        removed: list[int] = []
-        unsubscribe = doc.subscribe(lambda event: removed.extend(event.removed))
-        try:
-            message = self.apply({"op": "eliminate_dead_code"})
-        finally:
-            unsubscribe()
-        if message is None:
+        result, _message = self._apply({"op": "eliminate_dead_code"})
+        if result is not None:
+            removed = result.removed
             self.status.emit(f"Dead-code elimination removed {len(removed)} node(s)" if removed
                              else "Dead-code elimination: nothing to remove")
 

@@ -109,7 +109,7 @@ class CanvasNavigation:
         item = self.canvas_scene.by_id.get(node_id)
         if item is None and self.document is not None:   # inside a collapsed module: go to its card
             node = self.document.node(node_id)
-            path = node.meta.get("fxs_module_path", "") if node is not None else ""
+            path = self.document.module_path_of(node) if node is not None else ""
             while path and item is None:
                 item = self.canvas_scene.group_cards.get(path)
                 path = path.rpartition(".")[0]

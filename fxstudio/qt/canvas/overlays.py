@@ -329,7 +329,7 @@ class CanvasOverlays:
             removed = []
             doc = getattr(self, "document", None)
             if diff.removed and doc is not None:
-                names = {n.meta.get("fxs_id"): n.name for n in doc.original.graph.nodes}
+                names = doc.original_names_by_id()
                 removed = sorted(names.get(i, str(i)) for i in diff.removed)
         self.legend.show_state(counts, removed or [], self._scores or None)
         self._place_legend()

@@ -14,14 +14,14 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
+from fxstudio.core import fx_compat
 from fxstudio.core.argsyntax import format_value
 from fxstudio.core.layout import routes_into
 from fxstudio.core.layout import Layout
+from fxstudio.core.node_text import card_target_text, edge_label, shape_text
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.items import CardInfo, EdgeItem, GroupCard, GroupFrame, NodeCard, PortSpec
 from fxstudio.qt.canvas.overview import OverviewItem, bounds
-
-LayoutFn = Callable[..., Layout]
 
 
 def input_ports(node: torch.fx.Node) -> list[PortSpec]:
@@ -44,54 +44,6 @@ def input_ports(node: torch.fx.Node) -> list[PortSpec]:
     for k, v in node.kwargs.items():
         walk(k, v, ())
     return ports
-
-
-def target_text(node: torch.fx.Node, gm: torch.nn.Module | None = None) -> str:
-    """The card's second line: the target in argument syntax, with the class of a called submodule."""
-    if node.op in ("placeholder", "output"):
-        return "input" if node.op == "placeholder" else "output"
-    try:
-        from fxstudio.core.targets import format_target  # the edit engine's formatter, once it exists
-
-        text = format_target(node)
-    except Exception:  # noqa: BLE001 (missing module or an exotic target: fall back to a plain name)
-        t = node.target
-        if callable(t):
-            mod = getattr(t, "__module__", None) or ""
-            name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None) or str(t)
-            mod = {"_operator": "operator", "torch._C._nn": "torch.nn.functional",
-                   "torch._C._VariableFunctions": "torch"}.get(mod, mod)
-            text = f"{mod}.{name}" if mod and not str(t).startswith("aten.") else str(t)
-        else:
-            text = str(t)
-    if node.op == "call_module" and gm is not None:
-        try:
-            text = f"{text} · {type(gm.get_submodule(str(node.target))).__name__}"
-        except AttributeError:
-            pass
-    return text
-
-
-def shape_of(node: torch.fx.Node) -> str:
-    """The output shape and dtype (``1×64×56×56 float32``), or ``""`` when unknown."""
-    try:
-        from fxstudio.core.metadata import shape_text
-
-        return shape_text(node)
-    except ImportError:
-        shape = node.meta.get("fxs_shape")
-        if isinstance(shape, tuple):
-            dtype = node.meta.get("fxs_dtype") or ""
-            return ("×".join(map(str, shape)) + " " + str(dtype)).strip()
-        return ""
-
-
-def edge_label(node: torch.fx.Node) -> str:
-    """The shape a node's output edges carry (``1×64×56×56``), or ``""``."""
-    shape = node.meta.get("fxs_shape")
-    if isinstance(shape, tuple) and all(isinstance(d, int) for d in shape):
-        return "×".join(map(str, shape)) if shape else "scalar"
-    return ""
 
 
 # Binary operators shown as their symbol with the constant operand: ``x * 2`` reads ``× 2``.
@@ -135,7 +87,7 @@ def constants_text(node: torch.fx.Node) -> str:
             return f"{symbol} {_const(b)}"
         if _has_node(b) and not _has_node(a):
             return f"{_const(a)} {symbol}"
-    schema = getattr(node.target, "_schema", None)   # an ATen op names its arguments and defaults
+    schema = fx_compat.op_schema(node.target)   # an ATen op names its arguments and defaults
     if schema is not None:
         parts = []
         spec = {a.name: a for a in schema.arguments}
@@ -166,7 +118,7 @@ def _same(default, value) -> bool:
 
 def card_info(node: torch.fx.Node, node_id: int, gm: torch.nn.Module | None = None) -> CardInfo:
     """Everything a card shows about ``node``."""
-    return CardInfo(node.name, node_id, node.op, target_text(node, gm), shape_of(node), input_ports(node),
+    return CardInfo(node.name, node_id, node.op, card_target_text(node, gm), shape_text(node), input_ports(node),
                     constants_text(node), not node.users and node.op != "output")
 
 
@@ -571,13 +523,6 @@ class CanvasScene(QGraphicsScene):
                 d = item.end_point() - pos
                 if d.x() * d.x() + d.y() * d.y() <= radius * radius:
                     return item
-        return None
-
-    def node_rect(self, name: str) -> QRectF | None:
-        """Scene rectangle of a node's card, or of the collapsed group that holds it."""
-        card = self.cards.get(name)
-        if card is not None:
-            return card.sceneBoundingRect()
         return None
 
 

@@ -42,6 +42,7 @@ class SearchBar(QFrame):
     next_requested = Signal()
     previous_requested = Signal()
     closed = Signal()
+    select_all_requested = Signal()   # "Select all matches" (the button, Alt+Enter)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -65,7 +66,12 @@ class SearchBar(QFrame):
         next_btn.setToolTip("Next match (Enter, F3)")
         close_btn.setText("✕")
         close_btn.setToolTip("Close (Esc)")
-        for w in (self.edit, self.count, prev_btn, next_btn, close_btn):
+        all_btn = QToolButton(self)
+        all_btn.setObjectName("searchSelectAll")
+        all_btn.setText("Select all")
+        all_btn.setToolTip("Select all matches (Alt+Enter)")
+        all_btn.clicked.connect(self.select_all_requested)
+        for w in (self.edit, self.count, prev_btn, next_btn, all_btn, close_btn):
             row.addWidget(w)
         self.edit.textChanged.connect(self.pattern_changed)
         self.edit.returnPressed.connect(self.next_requested)
@@ -101,6 +107,8 @@ class SearchBar(QFrame):
         shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
         if key == Qt.Key.Key_Escape:
             self.close_bar()
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and mods & Qt.KeyboardModifier.AltModifier:
+            self.select_all_requested.emit()
         elif key == Qt.Key.Key_F3 or (key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and shift):
             (self.previous_requested if shift else self.next_requested).emit()
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
@@ -184,6 +192,15 @@ class CanvasSearch:
         self.search_bar.show_count(self._match_index + 1, len(self._matches))
         self._update_highlights()
         return name
+
+    def select_all_matches(self) -> int:
+        """Select every card matching the current search (the find bar's "Select all"); returns how many."""
+        self.flush()
+        cards = self.canvas_scene.cards
+        ids = [cards[name].info.node_id for name in self._matches if name in cards]
+        if ids:
+            self.selection.set(ids)
+        return len(ids)
 
     def previous_match(self) -> str | None:
         """Go to the previous match."""

@@ -25,6 +25,8 @@ from fxstudio.qt.canvas.overlays import CanvasOverlays
 from fxstudio.qt.canvas.rewire import RewireDrag
 from fxstudio.qt.canvas.scene import CanvasScene
 from fxstudio.qt.canvas.search import CanvasSearch, SearchBar
+from fxstudio.qt.canvas.selection_band import SelectionBand
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.selection import SelectionModel
 
 PORT_HINT = "Drag onto another card to feed this input from it"
@@ -39,6 +41,7 @@ CANVAS_KEYS: tuple[tuple[str, str], ...] = (
     ("F3 / Shift+F3", "Next / previous search match"),
     ("Escape", "Cancel a rewire drag, close the find bar"),
     ("Drag an input port", "Rewire: feed that input from the card it is dropped on"),
+    ("Shift+drag / Ctrl+drag on empty space", "Select the cards inside the band / add them to the selection"),
 )
 MINIMAP_DELAY_MS = 150   # minimap repaint after an incremental redraw (see _layout_changed)
 
@@ -64,12 +67,13 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.selection = selection
         self.document = None
         self.collapsed: set[str] = set()
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(self._on_event)
         self._pending: list = []      # document events not drawn yet
         self._drag: RewireDrag | None = None
         self._drag_press: QPoint | None = None   # where a rewire drag started (a click selects)
         self._port_hover = False
         self._pan_from: QPoint | None = None
+        self._band: SelectionBand | None = None   # a Shift/Ctrl+drag on empty space (selection_band.py)
         self._panned = False
         self._matches: list[str] = []
         self._match_index = -1
@@ -102,6 +106,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.search_bar = SearchBar(self)
         self.search_bar.pattern_changed.connect(self.search)
         self.search_bar.next_requested.connect(self.next_match)
+        self.search_bar.select_all_requested.connect(self.select_all_matches)
         self.search_bar.previous_requested.connect(self.previous_match)
         self.search_bar.closed.connect(lambda: (self.search(""), self.setFocus()))
         self._init_overlays()
@@ -115,9 +120,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
     # -- document -----------------------------------------------------------------------------
     def set_document(self, doc) -> None:
         """Show ``doc``'s edited graph (or nothing for None) and follow its events."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        self._subscription.follow(doc)
         self._cancel_drag()
         self._pending = []
         self.document = doc
@@ -127,7 +130,6 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
             self.canvas_scene.clear_graph()
             self._sync_hint()
             return
-        self._unsubscribe = doc.subscribe(self._on_event)
         self._relayout(previous=None)
         self.show_start()
         self._sync_hint()
@@ -142,7 +144,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self._place_overlays()
 
     def event(self, event) -> bool:  # noqa: N802 (Qt override)
-        """F2 on a selected card belongs to the canvas (design §11), not to a window shortcut."""
+        """F2 on a selected card belongs to the canvas (docs/notes/canvas.md), not to a window shortcut."""
         if (event.type() == QEvent.Type.ShortcutOverride and event.key() == Qt.Key.Key_F2
                 and not event.modifiers() and self.selection.current() is not None):
             event.accept()
@@ -334,6 +336,10 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
             else:
                 self.selection.set([nid])
             return event.accept()
+        mods = event.modifiers()
+        if mods & (Qt.KeyboardModifier.ShiftModifier | Qt.KeyboardModifier.ControlModifier):   # rubber band
+            self._band = SelectionBand(self, event.position().toPoint(), bool(mods & Qt.KeyboardModifier.ControlModifier))
+            return event.accept()
         self._pan_from = event.position().toPoint()
         self._panned = False
         self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
@@ -349,6 +355,9 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
                 QToolTip.showText(event.globalPosition().toPoint(), hover.toolTip(), self.viewport())
             else:
                 QToolTip.hideText()
+            return event.accept()
+        if self._band is not None:
+            self._band.move(event.position().toPoint())
             return event.accept()
         if self._pan_from is None and not event.buttons():
             self._hover_port(event.position().toPoint())
@@ -392,6 +401,10 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
                     self.edit_refused.emit(str(exc))
             elif reason:
                 self.edit_refused.emit(reason)
+            return event.accept()
+        if self._band is not None and event.button() == Qt.MouseButton.LeftButton:
+            band, self._band = self._band, None
+            self.selection.set(band.finish(event.position().toPoint(), self.selection.ids()))
             return event.accept()
         if self._pan_from is not None and event.button() == Qt.MouseButton.LeftButton:
             self._pan_from = None

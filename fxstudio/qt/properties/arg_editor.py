@@ -1,7 +1,7 @@
 """Argument rows of the Properties panel: one per positional argument, per keyword, per unused
 default, and a row to add a keyword.
 
-Every field takes text in the argument syntax (design §3) and validates it live with
+Every field takes text in the argument syntax (docs/edit-scripts.md) and validates it live with
 ``argsyntax.parse_value``; Enter, Tab or moving the focus away (or picking a node from the drop-down)
 applies exactly one ``set_arg`` through the ``apply`` callback the panel gives, which returns the
 refusal reason or None. Until then the field shows its text as not applied (amber); Escape puts the

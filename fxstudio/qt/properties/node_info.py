@@ -1,5 +1,6 @@
-"""Read-only facts about a node for the panel and the dialogs (Qt-free): its shape text, its target
-in target syntax, its submodule's repr, and the nodes that may legally feed it."""
+"""Read-only facts about a node for the panel and the dialogs (Qt-free): whether a target text
+resolves, its submodule's repr, and the nodes that may legally feed it (with their shape text, from
+``fxstudio.core.node_text``)."""
 
 from __future__ import annotations
 
@@ -9,23 +10,10 @@ import torch
 import torch.fx
 
 from fxstudio.core.errors import FxStudioError
-from fxstudio.core.metadata import shape_text
-from fxstudio.core.targets import format_target, parse_target
+from fxstudio.core.node_text import shape_text
+from fxstudio.core.targets import parse_target
 
 REPR_LINE_LIMIT = 30
-
-
-def shape_of(node: torch.fx.Node) -> str:
-    """``"1×64×56×56 float32"`` for a tensor node, ``""`` when unknown."""
-    try:
-        return shape_text(node)
-    except Exception:  # noqa: BLE001 - a node with odd metadata simply has no shape to show
-        return ""
-
-
-def format_target_text(node: torch.fx.Node, user_module=None) -> str:
-    """The node's target in target syntax (``torch.relu``, ``operator.add``, ``reshape``, ``layer1.0``)."""
-    return format_target(node, user_module)
 
 
 def validate_target(doc, op: str, text: str) -> str | None:
@@ -93,6 +81,6 @@ def feeder_candidates(doc, node: torch.fx.Node) -> list[tuple[str, str]]:
     banned = descendants(node)
     banned.add(node)
     return [
-        (n.name, shape_of(n)) for n in doc.edited.graph.nodes
+        (n.name, shape_text(n)) for n in doc.edited.graph.nodes
         if n.op != "output" and n not in banned
     ]

@@ -18,10 +18,12 @@ from PySide6.QtWidgets import (
 
 from fxstudio.core.argsyntax import format_value, parse_value
 from fxstudio.core.errors import FxStudioError
+from fxstudio.core.node_text import target_text
 from fxstudio.core.target_catalog import targets_for
+from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.properties.arg_editor import AddKeywordRow, ArgumentRows, WindowShortcuts
 from fxstudio.qt.properties.node_info import (
-    feeder_names, format_target_text, module_repr, shape_of, validate_target,
+    feeder_names, module_repr, validate_target,
 )
 from fxstudio.qt.properties.signature import parameter_view
 from fxstudio.qt.properties.style import NodeLink, PANEL_QSS, key_label, op_badge, section_label
@@ -58,7 +60,7 @@ class PropertiesPanel(QWidget):
         self.setAttribute(Qt.WA_StyledBackground, True)
         self.selection = selection
         self.doc = None
-        self._unsubscribe = None
+        self._subscription = DocumentSubscription(self._on_event)
         self.node_id: int | None = None
         self.fields: dict[Any, Any] = {}
         self.links: dict[str, NodeLink] = {}
@@ -83,12 +85,8 @@ class PropertiesPanel(QWidget):
 
     def set_document(self, doc) -> None:
         """Show nodes of ``doc`` (or nothing with None); follows its events from now on."""
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
         self.doc = doc
-        if doc is not None:
-            self._unsubscribe = doc.subscribe(self._on_event)
+        self._subscription.follow(doc)
         self.refresh()
 
     def set_actions(self, actions: list) -> None:
@@ -180,7 +178,7 @@ class PropertiesPanel(QWidget):
         form.setVerticalSpacing(4)
         if node.op in ("call_function", "call_method", "call_module", "get_attr"):
             self.target_field = TargetEditor(
-                node.op, format_target_text(node, doc.loaded.user_module),
+                node.op, target_text(node, doc.loaded.user_module),
                 catalog=lambda op=node.op: targets_for(op, doc.edited, doc.loaded.user_module),
                 validate=lambda text, op=node.op: validate_target(doc, op, text),
             )
@@ -191,15 +189,15 @@ class PropertiesPanel(QWidget):
             original_target = self.target_field.text()
             WindowShortcuts(self.target_field, lambda f=self.target_field, t=original_target: f.text() != t)
             form.addRow(key_label("target"), self.target_field)
-        shape = shape_of(node)
+        shape = doc.shape_text_of(node)
         if shape:
             label = QLabel(shape)
             label.setObjectName("fxsShape")
             label.setTextInteractionFlags(Qt.TextSelectableByMouse)
             form.addRow(key_label("output"), label)
-        module_path = node.meta.get("fxs_module_path")
+        module_path = doc.module_path_of(node)
         if module_path:
-            stack = node.meta.get("fxs_module_stack") or []
+            stack = doc.module_stack_of(node)
             cls = f"  ({stack[-1][1]})" if stack else ""
             form.addRow(key_label("in module"), QLabel(f"{module_path}{cls}"))
         layout.addLayout(form)
@@ -215,7 +213,7 @@ class PropertiesPanel(QWidget):
             label.setTextInteractionFlags(Qt.TextSelectableByMouse)
             label.setWordWrap(True)
             layout.addWidget(label)
-        source = node.meta.get("fxs_source")
+        source = doc.source_of(node)
         if source:
             layout.addWidget(section_label("Source"))
             file = str(source.get("file", "?"))
@@ -330,7 +328,7 @@ class PropertiesPanel(QWidget):
             layout.addWidget(none)
             return
         for other in nodes[:LINK_LIMIT]:
-            link = NodeLink(self.doc.id_of(other), other.name, shape_of(other))
+            link = NodeLink(self.doc.id_of(other), other.name, self.doc.shape_text_of(other))
             link.clicked.connect(self._go_to)
             self.links[f"{title.lower()}:{other.name}"] = link
             layout.addWidget(link)

@@ -3,12 +3,13 @@ defaults it does not pass (Qt-free; the panel shows these greyed and editable).
 
 torch builtins have several overloads; the ones that accept the node's arguments are kept, tensor
 overloads preferred, and a default is only shown when every remaining overload agrees on it, so
-the panel never shows a default that might not be the one used.
+the panel never shows a default that might not be the one used. The signatures themselves come from
+``fxstudio.core.signatures``, the resolver edit validation uses too (a ``call_method`` has some only
+when it is called on a known tensor).
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import warnings
 from dataclasses import dataclass, field
@@ -16,9 +17,9 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch.fx.operator_schemas import get_signature_for_torch_op
 
 from fxstudio.core.metadata import normalized_arguments
+from fxstudio.core.signatures import node_signatures, target_signatures
 
 
 @dataclass
@@ -38,50 +39,9 @@ class ParamView:
 
 
 def _candidate_signatures(node: torch.fx.Node, root: torch.nn.Module | None) -> list[inspect.Signature]:
-    if node.op == "call_module":
-        try:
-            return list(_forward_signatures(type(root.get_submodule(str(node.target)))))
-        except AttributeError:
-            return []
-    if node.op in ("call_method", "call_function"):
-        try:
-            return list(_callable_signatures(node.op, node.target))
-        except TypeError:  # an unhashable target: not worth caching, rare
-            return list(_callable_signatures.__wrapped__(node.op, node.target))
-    return []
-
-
-@functools.lru_cache(maxsize=256)
-def _forward_signatures(cls: type) -> tuple[inspect.Signature, ...]:
-    try:
-        sig = inspect.signature(cls.forward)
-    except (ValueError, TypeError):
-        return ()
-    return (sig.replace(parameters=list(sig.parameters.values())[1:]),)  # drop self
-
-
-@functools.lru_cache(maxsize=1024)
-def _callable_signatures(op: str, target: Any) -> tuple[inspect.Signature, ...]:
-    """Signatures of a function target, or of a Tensor method with ``self`` as its first parameter
-    (``node.args[0]`` of a ``call_method`` node is the tensor). Cached: building them parses text."""
-    if op == "call_method":
-        method = getattr(torch.Tensor, str(target), None)
-        if method is not None:
-            try:
-                return (inspect.signature(method),)
-            except (ValueError, TypeError):
-                pass
-        function = getattr(torch, str(target), None)
-        # Tensor.clamp(...) takes torch.clamp's arguments, the tensor being torch.clamp's first.
-        return tuple(get_signature_for_torch_op(function) or []) if callable(function) else ()
-    try:
-        return (inspect.signature(target),)
-    except (ValueError, TypeError):
-        pass
-    try:
-        return tuple(get_signature_for_torch_op(target) or [])
-    except Exception:  # noqa: BLE001 - torch raises assorted errors for non-ops
-        return ()
+    """The node's callee signatures, from THE resolver (``fxstudio.core.signatures``): the same that
+    edit validation checks arguments against."""
+    return list(node_signatures(node, root))
 
 
 def _binds(sig: inspect.Signature, node: torch.fx.Node) -> bool:
@@ -190,10 +150,7 @@ def signature_text(op: str, target: Any) -> str:
     ``""`` when unknown. Several overloads show the first and how many more there are."""
     if op not in ("call_function", "call_method"):
         return ""
-    try:
-        sigs = [s for s in _callable_signatures(op, target) if "out" not in s.parameters]
-    except TypeError:
-        return ""
+    sigs = [s for s in target_signatures(op, target) if "out" not in s.parameters]
     if any(_mentions_tensor(s) for s in sigs):
         sigs = [s for s in sigs if _mentions_tensor(s)]
     if not sigs:

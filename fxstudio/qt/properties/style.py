@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QWidget
 
 OP_COLORS = {
     "placeholder": "#2e7d32",
@@ -142,11 +142,3 @@ class NodeLink(QWidget):
             info.setObjectName("fxsShape")
             layout.addWidget(info)
         layout.addStretch(1)
-
-
-def hline() -> QFrame:
-    """A thin horizontal separator."""
-    line = QFrame()
-    line.setFrameShape(QFrame.HLine)
-    line.setStyleSheet("color: #dde1e6;")
-    return line

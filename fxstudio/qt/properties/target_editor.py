@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QCompleter, QLineEdit, QWidget
 
 
 class TargetEditor(QLineEdit):
-    """A line edit for a node's target in target syntax (design §3).
+    """A line edit for a node's target in target syntax (docs/edit-scripts.md "Target syntax").
 
     The completion list (torch, torch.nn.functional, operator, the model file's functions, Tensor
     methods, submodules, depending on the op) is built when the field first gets focus, so

@@ -21,6 +21,7 @@ from fxstudio.core.compare import run_divergence
 from fxstudio.core.document import Document
 from fxstudio.core.loading import load_model
 from tests.core.compare.test_divergence_codegen import both
+from tests.model_files import model_source
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -310,10 +311,7 @@ def test_which_nodes_may_draw():
     assert random_ops.module_may_draw(UserNoise())
 
 
-TRAIN_MODEL = '''
-import torch
-from torch import nn
-
+TRAIN_MODEL = model_source('''
 
 class Net(nn.Module):
     def __init__(self):
@@ -331,7 +329,7 @@ class Net(nn.Module):
 def example_inputs():
     torch.manual_seed(1)
     return (torch.randn(3, 8),)
-'''
+''')
 
 
 def test_a_document_in_training_mode_matches_by_id(tmp_path):

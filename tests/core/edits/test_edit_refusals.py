@@ -8,6 +8,12 @@ import pytest
 from fxstudio.core.errors import EditRefused
 from tests.core.edit_helpers import code, doc_for
 
+
+def _insert(where: str, anchor: str, target: str, args: str, kind: str = "call_function", **more) -> dict:
+    """An ``insert`` edit ``where`` ("before"/"after") ``anchor``; ``more`` are its optional fields."""
+    return {"op": "insert", where: anchor, "kind": kind, "target": target, "args": args, **more}
+
+
 CASES = [
     # (example, edit, words the message must contain)
     ("add_mul.py", {"op": "set_arg", "node": "nope", "key": 0, "value": "1"}, ["Unknown node 'nope'"]),
@@ -47,46 +53,39 @@ CASES = [
     ("sub_chain.py", {"op": "set_arg", "node": "sub", "key": 1, "value": 5}, ["must be text"]),
     ("clamp.py", {"op": "del_kwarg", "node": "clamp", "key": "alpha"},
      ["%clamp has no keyword argument 'alpha'", "min, max"]),
-    ("sub_chain.py", {"op": "insert", "before": "add", "kind": "call_function", "target": "torch.relu",
-                      "args": "(%sub,)"}, ["%sub is defined after the insertion point"]),
-    ("sub_chain.py", {"op": "insert", "before": "x", "kind": "call_function", "target": "torch.relu",
-                      "args": "(%x,)"}, ["Cannot insert before the input %x"]),
-    ("sub_chain.py", {"op": "insert", "after": "output", "kind": "call_function", "target": "torch.relu",
-                      "args": "(%x,)"}, ["Cannot insert after the output"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "torch.relu",
-                      "args": "%add"}, ["'args' must be a tuple"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "torch.nosuchfn",
-                      "args": "(%add,)"}, ["torch has no attribute 'nosuchfn'"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "os.system",
-                      "args": "('ls',)"}, ["'os.system' is not allowed as a target"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_module", "target": "torch.nn.Dropout(p=2.0)",
-                      "args": "(%add,)"}, ["torch.nn.Dropout(p=2.0) failed"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_module", "target": "subprocess.Popen('ls')",
-                      "args": "(%add,)"}, ["not allowed: new submodules come from torch.nn constructors"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_module", "target": "layer9",
-                      "args": "(%add,)"}, ["no submodule 'layer9'"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "torch.relu",
-                      "args": "(%add,)", "name": "sub"}, ["A node named 'sub' already exists"]),
+    ("sub_chain.py", _insert("before", "add", "torch.relu", "(%sub,)"),
+     ["%sub is defined after the insertion point"]),
+    ("sub_chain.py", _insert("before", "x", "torch.relu", "(%x,)"), ["Cannot insert before the input %x"]),
+    ("sub_chain.py", _insert("after", "output", "torch.relu", "(%x,)"), ["Cannot insert after the output"]),
+    ("sub_chain.py", _insert("after", "add", "torch.relu", "%add"), ["'args' must be a tuple"]),
+    ("sub_chain.py", _insert("after", "add", "torch.nosuchfn", "(%add,)"), ["torch has no attribute 'nosuchfn'"]),
+    ("sub_chain.py", _insert("after", "add", "os.system", "('ls',)"), ["'os.system' is not allowed as a target"]),
+    ("sub_chain.py", _insert("after", "add", "torch.nn.Dropout(p=2.0)", "(%add,)", kind="call_module"),
+     ["torch.nn.Dropout(p=2.0) failed"]),
+    ("sub_chain.py", _insert("after", "add", "subprocess.Popen('ls')", "(%add,)", kind="call_module"),
+     ["not allowed: new submodules come from torch.nn constructors"]),
+    ("sub_chain.py", _insert("after", "add", "layer9", "(%add,)", kind="call_module"), ["no submodule 'layer9'"]),
+    ("sub_chain.py", _insert("after", "add", "torch.relu", "(%add,)", name="sub"),
+     ["A node named 'sub' already exists"]),
     ("sub_chain.py", {"op": "rename", "node": "add", "name": "mul"}, ["A node named 'mul' already exists"]),
     ("sub_chain.py", {"op": "rename", "node": "add", "name": "2fast"}, ["not a valid node name"]),
     ("sub_chain.py", {"op": "rename", "node": "add", "name": "lambda"}, ["keyword or builtin"]),
     ("sub_chain.py", {"op": "set_target", "match": "torch.sigmoid", "target": "torch.tanh"},
      ["No node calls 'torch.sigmoid'"]),
     ("sub_chain.py", {"op": "set_target", "node": "x", "target": "torch.tanh"}, ["placeholder node", "no target"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "operator.getitem",
-                      "args": "(1, 0)"}, ["1[...] cannot be indexed"]),
+    ("sub_chain.py", _insert("after", "add", "operator.getitem", "(1, 0)"), ["1[...] cannot be indexed"]),
     ("add_mul.py", {"op": "set_arg", "node": "mul", "key": "b", "value": "3"},
      ["'b' is a positional-only parameter of operator.mul", "(key 1)"]),
     ("view_reshape.py", {"op": "set_arg", "node": "view", "key": "lambda", "value": "1"},
      ["'lambda' is a Python keyword"]),
     ("view_reshape.py", {"op": "set_arg", "node": "view", "key": "\uff58", "value": "1"},
      ["read by Python as 'x'"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_method", "target": "clamp",
-                      "args": "(%add,)", "kwargs": "{'class': 1}"}, ["'class' is a Python keyword"]),
-    ("sub_chain.py", {"op": "insert", "before": "sub", "kind": "call_function", "target": "torch.relu",
-                      "args": "(%add,)", "reroute": True}, ["'reroute'", "needs 'after'"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "torch.relu",
-                      "args": "(%add,)", "reroute": 1}, ["'reroute' must be true or false"]),
+    ("sub_chain.py", _insert("after", "add", "clamp", "(%add,)", kind="call_method", kwargs="{'class': 1}"),
+     ["'class' is a Python keyword"]),
+    ("sub_chain.py", _insert("before", "sub", "torch.relu", "(%add,)", reroute=True),
+     ["'reroute'", "needs 'after'"]),
+    ("sub_chain.py", _insert("after", "add", "torch.relu", "(%add,)", reroute=1),
+     ["'reroute' must be true or false"]),
     ("sub_chain.py", {"op": "set_arg", "node": "sub", "key": 1, "value": "{[1]: 2}"}, ["dict key must be hashable"]),
     ("sub_chain.py", {"op": "set_arg", "node": "sub", "key": 1, "value": "-" * 200_000 + "1"},
      ["more than the 100,000"]),
@@ -99,10 +98,9 @@ CASES = [
     ("relu_add.py", {"op": "set_target", "node": "relu", "target": "relu_add.nothing"},
      ["has no attribute 'nothing'", "relu_add.py"]),
     ("sub_chain.py", {"op": "replace_uses", "node": "add", "with": "add"}, ["uses of %add with itself"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "exec",
-                      "args": "('1',)"}, ["'exec' is not a function target"]),
-    ("sub_chain.py", {"op": "insert", "after": "add", "kind": "call_function", "target": "torch.save",
-                      "args": "(%add, 'x.pt')"}, ["'torch.save' is not allowed as a target"]),
+    ("sub_chain.py", _insert("after", "add", "exec", "('1',)"), ["'exec' is not a function target"]),
+    ("sub_chain.py", _insert("after", "add", "torch.save", "(%add, 'x.pt')"),
+     ["'torch.save' is not allowed as a target"]),
     ("sub_chain.py", {"op": "eliminate_dead_code"}, ["Nothing to eliminate"]),
     ("sub_chain.py", {"op": "duplicate", "node": "output"}, ["cannot be duplicated"]),
 ]
@@ -131,14 +129,12 @@ def test_refusal_in_a_compound_edit_rolls_back_the_earlier_parts():
     before = code(doc)
     with pytest.raises(EditRefused, match="Edit 2 of 2: Unknown node 'nope'"):
         doc.apply_edits([
-            {"op": "insert", "after": "conv1", "kind": "call_module", "target": "torch.nn.Dropout(p=0.1)",
-             "args": "(%conv1,)"},
+            _insert("after", "conv1", "torch.nn.Dropout(p=0.1)", "(%conv1,)", kind="call_module"),
             {"op": "replace_uses", "node": "nope", "with": "dropout"},
         ])
     assert code(doc) == before and not hasattr(doc.edited, "dropout") and doc.history == []
     # the refused attempt left no trace in fx's names: the same insert still gets the plain name
-    doc.apply_edit({"op": "insert", "after": "conv1", "kind": "call_function", "target": "torch.relu",
-                    "args": "(%conv1,)"})
+    doc.apply_edit(_insert("after", "conv1", "torch.relu", "(%conv1,)"))
     assert doc.find("relu") is not None
 
 

@@ -5,6 +5,7 @@ they share one process (the product itself verifies each export in its own)."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import shutil
@@ -25,6 +26,7 @@ from fxstudio.core.export.verify import run_exported
 from fxstudio.core.loading import load_model
 from fxstudio.core.model import LoadedModel
 from fxstudio.resources import EXAMPLES_DIR, example_path
+from tests.model_files import model_source
 
 BATCH_RUNNER = r"""
 import importlib.util, json, sys, torch
@@ -55,6 +57,20 @@ def run_many_fresh(files: list[Path], inputs: list[tuple], search_paths: list[Pa
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return [torch.load(job[2], weights_only=True) for job in jobs]
+
+
+def private_torch_imports(source: str) -> list[str]:
+    """The imports of private torch modules or names (``torch._x``, ``from torch.y import _z``) in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        for module in modules:
+            if module.split(".")[0] == "torch" and any(p.startswith("_") for p in module.split(".")):
+                found.append(module)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
+            found.extend(f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_"))
+    return found
 
 
 def reference(module: torch.nn.Module, inputs: tuple):
@@ -104,6 +120,8 @@ def test_every_example_exports_runs_fresh_and_round_trips(tmp_path):
         inputs.append(tuple(loaded.example_inputs))
         loaded_models.append(loaded)
     assert len(files) == 11
+    for py in files:  # an exported file is the user's: it imports no private torch module
+        assert not private_torch_imports(py.read_text()), py.name
     outputs = run_many_fresh(files, inputs, [out_dir, EXAMPLES_DIR], tmp_path)
     round_trip = {"data_branch", "residual_cnn", "transformer_block", "view_reshape", "wrapped_fn"}
     for loaded, args, got, py in zip(loaded_models, inputs, outputs, files):
@@ -133,6 +151,7 @@ def test_aten_graphs_from_the_export_tracer(tmp_path):
     text = files[0].read_text()
     assert "torch.ops.aten.conv2d.default(" in text
     assert "pytree" not in text and "_in_spec" not in text and "_guards_fn" not in text
+    assert not any(private_torch_imports(py.read_text()) for py in files)
 
 
 def test_pt2_file_with_lifted_constant_and_output_structure(tmp_path):
@@ -418,10 +437,7 @@ def test_aten_graph_returning_a_namedtuple_builds_it_in_forward(tmp_path):
     torch.testing.assert_close(tuple(got), tuple(model(*args)), rtol=0, atol=0)
 
 
-TIED_MODEL = """
-import torch
-from torch import nn
-
+TIED_MODEL = model_source("""
 
 class Tied(nn.Module):
     def __init__(self):
@@ -437,7 +453,7 @@ class Tied(nn.Module):
 
 def example_inputs():
     return (torch.tensor([[1, 2, 3]]),)
-"""
+""")
 
 
 def test_tied_weights_are_stored_once_and_tied_again(tmp_path):

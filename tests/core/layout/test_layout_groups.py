@@ -2,6 +2,8 @@
 
 import functools
 
+import pytest
+
 from fxstudio.testing import synthetic
 from fxstudio.core.layout import compute_layout
 from fxstudio.core.layout import repeated_groups
@@ -86,3 +88,45 @@ def test_repeated_blocks_are_recognised():
     assert repeated_groups(synthetic.exported(3)) == [["layers.0", "layers.1", "layers.2"]]
     # layer2.0 has a downsample branch, so only its two plain siblings repeat.
     assert repeated_groups(resnet()) == [["layer1.0", "layer1.1", "layer1.2"], ["layer2.1", "layer2.2"]]
+
+
+REPEATED_MULTI_OUTPUT = '''
+import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        a, b = self.lin(x).chunk(2, dim=-1)
+        return torch.cat([b, a], dim=-1) + x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(*[Block() for _ in range(3)])
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+def example_inputs():
+    return (torch.randn(2, 8),)
+'''
+
+
+@pytest.mark.parametrize("tracer", ["fx", "export"])
+def test_repeated_blocks_with_multi_output_nodes_are_found(tmp_path, tracer):
+    """A node with several outputs (``chunk``) stores a list of shapes; the repeated blocks around it
+    are still recognised (this crashed ``fxstudio layout`` with "unhashable type: 'list'" on ViT and
+    GPT-2)."""
+    path = tmp_path / "multi_out.py"
+    path.write_text(REPEATED_MULTI_OUTPUT)
+    gm = load_model(f"{path}::Net", tracer=tracer).graph_module
+    assert any(isinstance(n.meta.get("fxs_shape"), list) for n in gm.graph.nodes)
+    groups = repeated_groups(gm.graph)
+    assert ["blocks.0", "blocks.1", "blocks.2"] in groups

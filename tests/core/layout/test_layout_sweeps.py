@@ -6,7 +6,8 @@ import pytest
 
 from fxstudio.core.layout import align as layout_align, crossings as layout_crossings
 from fxstudio.core.errors import TraceError
-from fxstudio.core.layout.graph_model import extract_graph, node_inputs, target_text
+from fxstudio.core.layout.graph_model import extract_graph, node_inputs
+from fxstudio.core.node_text import target_label
 from fxstudio.core.layout.crossings import (CrossingCounter, _RowSweeps, _VectorSweeps, count_layered_crossings,
                                             positions_from_keys, sweep_layers)
 from fxstudio.core.layout.layers import assign_layers
@@ -184,7 +185,7 @@ def test_flattening_matches_node_inputs_on_every_example(tracer):
         index = {node: i for i, node in enumerate(nodes)}
         want = [(index[src], i, key) for i, node in enumerate(nodes) for src, key in node_inputs(node)]
         assert list(zip(ga.src.tolist(), ga.dst.tolist(), ga.keys)) == want, path.name
-        assert ga.targets == [target_text(node) for node in nodes]
+        assert ga.targets == [target_label(node) for node in nodes]
         assert ga.names == [node.name for node in nodes]
         for i, node in enumerate(nodes):
             shape = node.meta.get("fxs_shape")

@@ -1,35 +1,15 @@
 """Trace failures name the user's file and line and suggest the remedy that fits."""
 
-import textwrap
-
-import pytest
 import torch
 
-from fxstudio.core.errors import TraceError
 from fxstudio.core.loading import load_model
-
-HEAD = "import torch\nfrom torch import nn\n\n"
-
-
-def write(path, body):
-    path.write_text(HEAD + textwrap.dedent(body))
-    return path
+from tests.core.loading.trace_helpers import HELPER_LEN, fails
+from tests.model_files import write_model as write
 
 
 def test_untraceable_helper_suggests_fx_wrap_and_autowrap_fixes_it(tmp_path):
-    f = write(tmp_path / "helper_len.py", """
-    def per_row(x):
-        return x / len(x)
-
-    class Net(nn.Module):
-        def forward(self, x):
-            return per_row(x) + 1
-
-    EXAMPLE_INPUTS = (torch.ones(4, 2),)
-    """)
-    with pytest.raises(TraceError) as info:
-        load_model(f)
-    msg = str(info.value)
+    f = write(tmp_path / "helper_len.py", HELPER_LEN)
+    msg = str(fails(f))
     assert f"{f}:6 in per_row (`return x / len(x)`)" in msg
     assert "torch.fx.wrap('per_row')" in msg and "--autowrap per_row" in msg
     loaded = load_model(f, autowrap_functions=["per_row"])
@@ -49,9 +29,7 @@ def test_failure_inside_an_imported_helper_suggests_wrapping_it(tmp_path):
 
     EXAMPLE_INPUTS = (torch.ones(2, 3),)
     """)
-    with pytest.raises(TraceError) as info:
-        load_model(f)
-    msg = str(info.value)
+    msg = str(fails(f))
     assert f"{f}:9 in forward (`return normalize(x) * 2`)" in msg
     assert "torch.fx.wrap('normalize')" in msg and "--autowrap normalize" in msg
     loaded = load_model(f, autowrap_functions=["normalize"])
@@ -75,9 +53,7 @@ def test_branch_inside_a_submodule_suggests_that_leaf_module(tmp_path):
 
     EXAMPLE_INPUTS = (torch.ones(3),)
     """)
-    with pytest.raises(TraceError) as info:
-        load_model(f"{f}::Net")
-    msg = str(info.value)
+    msg = str(fails(f"{f}::Net"))
     assert f"{f}:7 in forward (`if x.mean() > 0:`)" in msg
     assert "--leaf-module gate" in msg and "Gate" in msg
     loaded = load_model(f"{f}::Net", leaf_modules=["gate"])

@@ -1,26 +1,10 @@
 """A trace failure's suggested fix as data (``TraceError.remedy``), and that applying it opens the model."""
 
-import textwrap
-
-import pytest
-
-from fxstudio.core.errors import TraceError
 from fxstudio.core.loading import load_model
 from fxstudio.core.loading.trace_diagnostics import TraceRemedy
 from fxstudio.resources import example_path
-
-HEAD = "import torch\nfrom torch import nn\n\n"
-
-
-def write(path, body):
-    path.write_text(HEAD + textwrap.dedent(body))
-    return path
-
-
-def fails(spec, **options) -> TraceError:
-    with pytest.raises(TraceError) as info:
-        load_model(spec, **options)
-    return info.value
+from tests.core.loading.trace_helpers import HELPER_LEN, fails
+from tests.model_files import write_model as write
 
 
 def reopen(spec, remedy: TraceRemedy, **options):
@@ -64,16 +48,7 @@ def test_literal_default_is_suggested_as_the_value(tmp_path):
 
 
 def test_helper_remedy_is_autowrap(tmp_path):
-    f = write(tmp_path / "helper_len.py", """
-    def per_row(x):
-        return x / len(x)
-
-    class Net(nn.Module):
-        def forward(self, x):
-            return per_row(x) + 1
-
-    EXAMPLE_INPUTS = (torch.ones(4, 2),)
-    """)
+    f = write(tmp_path / "helper_len.py", HELPER_LEN)
     remedy = fails(f).remedy
     assert remedy == TraceRemedy("fx", autowrap_functions=("per_row",))
     assert remedy.options() == {"tracer": "fx", "autowrap_functions": ["per_row"]}

@@ -1,0 +1,291 @@
+"""Whole-graph edits: ``run_pass`` and ``replace_pattern`` (issue #14), and the one primitive they
+apply, ``SwapModule``.
+
+A pass runs on a working copy of the edited module (``fxstudio.core.passes``). Its result is then
+installed as one primitive: the edited module's graph and its submodule, parameter, buffer and
+tensor-attribute tables are replaced by the result's, and put back on revert; both sides are kept,
+so undo restores code and weights bit for bit and redo reinstalls the very same objects. Nodes are
+matched before/after (``match_nodes``), so a node the pass kept keeps its stable id; unmatched old
+nodes are reported removed, unmatched new ones added (fresh ids), matched ones whose call changed
+changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxstudio.core.edits.common import text_field
+from fxstudio.core.edits.primitives import Primitive, Transaction
+from fxstudio.core.edits.state import ID_KEY, Changes, EditState
+from fxstudio.core.errors import EditRefused
+from fxstudio.core.same_computation import fetch_path
+from fxstudio.core.passes import (BUILTIN_PREFIX, DEFAULT_PASS_TRUST, PassTrust, builtin_pass, load_pass, match_nodes,
+                                  root_tensor_attrs, run_pass_object, same_call)
+
+_TABLES = ("_modules", "_parameters", "_buffers")
+
+
+@dataclass
+class ModuleSide:
+    """One side of a ``SwapModule``: a graph, the root's tables and tensor attributes, and the
+    id/name indexes of that graph's nodes."""
+
+    graph: torch.fx.Graph
+    tables: dict[str, dict]
+    attrs: dict[str, torch.Tensor]
+    by_id: dict[int, torch.fx.Node]
+    by_name: dict[str, torch.fx.Node]
+
+    @classmethod
+    def of(cls, gm: torch.fx.GraphModule, by_id: dict | None = None) -> "ModuleSide":
+        """The side ``gm`` holds now (``by_id`` default: from the nodes' ids)."""
+        nodes = list(gm.graph.nodes)
+        return cls(gm.graph, {t: dict(gm.__dict__[t]) for t in _TABLES}, root_tensor_attrs(gm),
+                   dict(by_id) if by_id is not None else {n.meta[ID_KEY]: n for n in nodes},
+                   {n.name: n for n in nodes})
+
+
+@dataclass
+class SwapModule(Primitive):
+    """Replace the edited module's graph and tables by ``new`` (revert: by ``old``), reporting the
+    node ids the swap adds, removes and changes."""
+
+    old: ModuleSide
+    new: ModuleSide
+    added: tuple[int, ...]
+    removed: tuple[int, ...]
+    changed: tuple[int, ...]  # matched nodes whose call (target, args, kwargs, submodule) changed
+    touched: tuple[int, ...]  # nodes whose users or name changed
+    renamed: tuple[int, ...] = ()  # matched nodes the pass gave another name
+
+    def _install(self, state: EditState, side: ModuleSide) -> None:
+        gm = state.gm
+        for name in root_tensor_attrs(gm):
+            del gm.__dict__[name]
+        for table in _TABLES:
+            gm.__dict__[table] = dict(side.tables[table])
+        gm.__dict__.update(side.attrs)
+        gm.__dict__["_graph"] = side.graph
+        side.graph.owning_module = gm
+        state.graph = side.graph
+        state.by_id = dict(side.by_id)
+        state.by_name = dict(side.by_name)
+
+    def _report(self, changes: Changes, gone: tuple[int, ...], come: tuple[int, ...]) -> None:
+        for node_id in gone:
+            changes.remove(node_id)
+        for node_id in come:
+            changes.add(node_id)
+        for node_id in self.changed:
+            changes.compute(node_id)
+        changes.change(*self.touched)
+
+    def apply(self, state: EditState, changes: Changes) -> None:
+        self._install(state, self.new)
+        self._report(changes, self.removed, self.added)
+
+    def revert(self, state: EditState, changes: Changes) -> None:
+        self._install(state, self.old)
+        self._report(changes, self.added, self.removed)
+
+    def summary(self) -> str:
+        """``2 added, 1 removed, 3 changed`` (nodes)."""
+        text = f"{len(self.added)} added, {len(self.removed)} removed, {len(self.changed)} changed"
+        return text + (f", {len(self.renamed)} renamed" if self.renamed else "")
+
+
+def _module_signature(m: Any) -> Any:
+    """What makes two submodules compute the same: class, configuration and the very tensors."""
+    if not isinstance(m, torch.nn.Module):
+        return ("obj", id(m))
+    try:
+        config = m.extra_repr()
+    except Exception:  # noqa: BLE001 - a broken extra_repr: compare by identity
+        config = id(m)
+    return (type(m), config, tuple((k, id(t)) for k, t in m.state_dict(keep_vars=True).items()))
+
+
+def _same_attr(old_gm: torch.nn.Module, new_gm: torch.nn.Module, node_old: torch.fx.Node,
+               node_new: torch.fx.Node) -> bool:
+    if node_new.op not in ("call_module", "get_attr"):
+        return True
+    a, b = fetch_path(old_gm, str(node_old.target)), fetch_path(new_gm, str(node_new.target))
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return a is b
+    return _module_signature(a) == _module_signature(b)
+
+
+def _tree_signature(gm: torch.fx.GraphModule) -> Any:
+    """The weights (by identity) and the called submodules' classes and configurations: what a
+    pass may change besides the code (bare containers of a rebuilt tree do not count)."""
+    called = {str(n.target) for n in gm.graph.nodes if n.op == "call_module"}
+    return ({k: id(t) for k, t in gm.state_dict(keep_vars=True).items()},
+            {k: _module_signature(fetch_path(gm, k))[:2] for k in called})
+
+
+def swap_for(tx: Transaction, result: torch.fx.GraphModule, label: str) -> SwapModule:
+    """The ``SwapModule`` that installs a pass's ``result`` (checked and recompiled by the runner)
+    in the edited module: nodes matched, ids given, changes found. Refuses a pass that changed
+    nothing. Takes fresh ids from the state (a rollback gives them back)."""
+    state = tx.state
+    gm = state.gm
+    old_nodes = list(state.graph.nodes)
+    new_nodes = list(result.graph.nodes)
+    if result.graph is state.graph:
+        raise EditRefused(f"The pass {label} returned the edited graph itself; nothing was changed.")
+    matched = match_nodes(old_nodes, new_nodes)
+    ids: dict[torch.fx.Node, int] = {}
+    for node in new_nodes:
+        twin = matched.get(node)
+        if twin is not None:
+            meta = dict(twin.meta)  # what fxstudio knows of the node (shapes, module path), then the pass's
+            meta.update(node.meta)
+            node.meta = meta
+            ids[node] = twin.meta[ID_KEY]
+        else:
+            ids[node] = state.new_id()
+        node.meta[ID_KEY] = ids[node]
+    old_key = lambda n: n.meta[ID_KEY]  # noqa: E731
+    new_key = ids.__getitem__
+    kept = {old_key(old) for old in matched.values()}
+    removed = tuple(old_key(n) for n in old_nodes if old_key(n) not in kept)
+    added = tuple(ids[n] for n in new_nodes if n not in matched)
+    changed, touched, renamed = [], set(), []
+    for node in new_nodes:
+        twin = matched.get(node)
+        if twin is None:
+            touched.update(ids[i] for i in node.all_input_nodes)
+            continue
+        if not (same_call(twin, node, old_key, new_key) and _same_attr(gm, result, twin, node)):
+            changed.append(ids[node])
+        if twin.name != node.name:
+            touched.add(ids[node])
+            renamed.append(ids[node])
+    gone = set(removed)
+    for node in old_nodes:
+        if old_key(node) in gone:
+            touched.update(old_key(i) for i in node.all_input_nodes)
+    touched -= gone | set(added)
+    if not (added or removed or changed or touched):  # maybe moved nodes or swapped weights, maybe nothing
+        old_code = state.graph.python_code(root_module="self").src
+        if old_code == result.code and _tree_signature(gm) == _tree_signature(result):
+            raise EditRefused(f"The pass {label} changed nothing.")
+    swap = SwapModule(ModuleSide.of(gm, state.by_id), ModuleSide.of(result, {ids[n]: n for n in new_nodes}),
+                      added, removed, tuple(changed), tuple(sorted(touched)), tuple(renamed))
+    return swap
+
+
+def _trust(state: EditState) -> PassTrust:
+    return getattr(state, "pass_trust", None) or DEFAULT_PASS_TRUST
+
+
+def _pass_file(state: EditState, edit: dict):
+    """The trusted, existing pass file ``edit["file"]`` names (resolved against the trust's base dir)."""
+    trust = _trust(state)
+    path = trust.resolve(text_field(edit, "file"))
+    if not path.is_file():
+        raise EditRefused(f"There is no pass file {path}.")
+    trust.check(path)
+    return trust, path
+
+
+@dataclass(frozen=True)
+class PassOutcome:
+    """A pass computed on a working copy but not installed: the checked result module, the label, the
+    edit to record and the label's detail (e.g. how many matches a pattern replaced)."""
+
+    result: torch.fx.GraphModule
+    label: str
+    record: dict
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class PreparedEdit:
+    """A pass edit run ahead (``Document.prepare_edit``): valid only for the document state ``serial``
+    it was computed on and for exactly this ``edit``."""
+
+    serial: int
+    edit: dict
+    outcome: PassOutcome
+
+
+def compute_outcome(state: EditState, edit: dict) -> PassOutcome:
+    """Run the pass of a ``run_pass`` / ``replace_pattern`` edit on a working copy of ``state.gm``;
+    changes nothing of the document, so it may run in a worker thread while the document waits
+    (``Document.prepare_edit``)."""
+    if edit.get("op") == "replace_pattern":
+        return _pattern_outcome(state, edit)
+    return _pass_outcome(state, edit)
+
+
+def _pass_outcome(state: EditState, edit: dict) -> PassOutcome:
+    name = text_field(edit, "name").strip()
+    sha256 = edit.get("sha256")
+    if sha256 is not None and not isinstance(sha256, str):
+        raise EditRefused(f"Field 'sha256' must be the pass file's sha256 as text, not {sha256!r}.")
+    record: dict = {"op": "run_pass"}
+    if edit.get("file") is None:
+        if not name.startswith(BUILTIN_PREFIX):
+            raise EditRefused(f"run_pass needs a 'file' (the pass file defining {name!r}), or the name of a "
+                              f"built-in pass ({BUILTIN_PREFIX}…).")
+        if sha256 is not None:
+            raise EditRefused(f"{name} is a built-in pass: 'sha256' is only for pass files.")
+        obj, path, label, share = builtin_pass(name), None, name, True
+        record["name"] = name
+    else:
+        trust, path = _pass_file(state, edit)
+        loaded = load_pass(path, name, sha256, allow_changed=trust.allow_changed)
+        obj, label, share = loaded.obj, f"{path.name}::{name}", False
+        record.update(file=edit["file"], name=name, sha256=loaded.sha256)
+    return PassOutcome(run_pass_object(obj, state.gm, label, path, share_tensors=share), label, record)
+
+
+def _pattern_outcome(state: EditState, edit: dict) -> PassOutcome:
+    pattern = text_field(edit, "pattern").strip()
+    replacement = text_field(edit, "replacement").strip()
+    trust, path = _pass_file(state, edit)
+    pat = load_pass(path, pattern, allow_changed=trust.allow_changed)
+    rep = load_pass(path, replacement, allow_changed=trust.allow_changed)
+    for fn, field in ((pat.obj, pattern), (rep.obj, replacement)):
+        if not callable(fn) or isinstance(fn, type):
+            raise EditRefused(f"{path.name}::{field} is a {type(fn).__name__}; replace_pattern needs two functions.")
+    found: list[int] = []
+
+    def rewrite(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+        found.append(len(torch.fx.subgraph_rewriter.replace_pattern(gm, pat.obj, rep.obj)))
+        return gm
+
+    label = f"{path.name}::{pattern} → {replacement}"
+    result = run_pass_object(rewrite, state.gm, label, path, share_tensors=True)
+    if not found or not found[0]:
+        raise EditRefused(f"The pattern {path.name}::{pattern} matches nothing in the graph; nothing was changed.")
+    n = found[0]
+    record = {"op": "replace_pattern", "file": edit["file"], "pattern": pattern, "replacement": replacement}
+    return PassOutcome(result, label, record, f"{n} match{'es' if n != 1 else ''}; ")
+
+
+def _install(tx: Transaction, edit: dict, verb: str) -> tuple[str, dict]:
+    """Install the edit's outcome: the one prepared for it in a worker if there is one, else computed now."""
+    prepared = tx.state.prepared_outcome
+    tx.state.prepared_outcome = None
+    outcome = prepared[1] if prepared is not None and prepared[0] == edit else compute_outcome(tx.state, edit)
+    swap = swap_for(tx, outcome.result, outcome.label)
+    tx.do(swap)
+    return f"{verb} {outcome.label} ({outcome.detail}{swap.summary()})", outcome.record
+
+
+def op_run_pass(tx: Transaction, edit: dict) -> tuple[str, dict]:
+    """``{"op": "run_pass", "name", "file"?, "sha256"?}``: run a pass of a trusted file (or a built-in
+    ``fxstudio.passes.<name>`` without a file) on a copy of the edited module and install the result."""
+    return _install(tx, edit, "Run pass")
+
+
+def op_replace_pattern(tx: Transaction, edit: dict) -> tuple[str, dict]:
+    """``{"op": "replace_pattern", "file", "pattern", "replacement"}``: ``torch.fx.subgraph_rewriter
+    .replace_pattern`` with two functions of a trusted file; refused when the pattern matches nothing."""
+    return _install(tx, edit, "Replace pattern")

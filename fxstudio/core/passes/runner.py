@@ -1,0 +1,180 @@
+"""Running a pass on a copy of the edited module, with its failures contained.
+
+The pass gets a *working copy*: its own graph (a deep copy, node metadata included), its own
+``GraphModule`` class (recompiling it changes nobody else's code) and its own module objects, so
+replacing a submodule, a parameter or a buffer changes the copy only. Tensors are shared with the
+document for the built-in passes (none writes into a tensor). A user's pass gets clones, since code
+such as ``conv.weight.data.mul_(2)`` would otherwise write into the loaded model; after the pass,
+every clone still bitwise equal to its original is swapped back for it, so only the tensors the pass
+changed stay copies (copy on write, as seen from the document).
+
+Whatever goes wrong (the pass raises, returns something that is not a module, leaves a graph that
+fails ``lint()`` or does not recompile, changes the model's inputs) is an ``EditRefused`` naming the
+pass, the exception and the line of the pass file; the document is never touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+from torch.fx.passes.infra.pass_base import PassBase, PassResult
+
+from fxstudio.core.errors import EditRefused
+from fxstudio.core.loading import user_frame
+from fxstudio.core.module_state import CannotCopy, run_copy, share_graph_module
+
+_TABLES = ("_modules", "_parameters", "_buffers")
+
+
+@dataclass
+class WorkingCopy:
+    """A copy of a graph module for a pass to change, and the original of every cloned tensor
+    (``clones``: id of the clone -> (clone, original))."""
+
+    module: torch.fx.GraphModule
+    clones: dict[int, tuple[torch.Tensor, torch.Tensor]]
+
+
+def root_tensor_attrs(gm: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The plain tensor attributes of ``gm`` itself (not parameters or buffers), by name."""
+    return {k: v for k, v in vars(gm).items() if isinstance(v, torch.Tensor)}
+
+
+def working_copy(gm: torch.fx.GraphModule, share_tensors: bool) -> WorkingCopy:
+    """A copy of ``gm`` for a pass (see the module docstring); ``share_tensors=False`` clones
+    every parameter, buffer and tensor attribute."""
+    clones: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def clone(t: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            data = t.detach().clone()
+        c = torch.nn.Parameter(data, requires_grad=t.requires_grad) if isinstance(t, torch.nn.Parameter) else data
+        clones[id(c)] = (c, t)
+        return c
+
+    def keep(t: torch.Tensor) -> torch.Tensor:
+        return t
+
+    fn = keep if share_tensors else clone
+    work = share_graph_module(gm)
+    holder = torch.nn.Module()  # one copy of all the root's tables: tied weights stay tied
+    for table in _TABLES:
+        holder.__dict__[table] = dict(work.__dict__[table])
+    attrs = root_tensor_attrs(work)
+    holder.__dict__.update(attrs)
+    try:
+        copied = run_copy(holder, parameters=fn, buffers=fn)
+    except CannotCopy as exc:
+        raise EditRefused(f"Passes cannot run on this model: it holds a TorchScript submodule ({exc}).") from None
+    for table in _TABLES:
+        work.__dict__[table] = copied.__dict__[table]
+    for name in attrs:
+        work.__dict__[name] = copied.__dict__[name]
+    return WorkingCopy(work, clones)
+
+
+def _bitwise_same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if type(a) is not type(b) or a.dtype != b.dtype or a.device != b.device or a.shape != b.shape \
+            or a.stride() != b.stride() or a.requires_grad != b.requires_grad:
+        return False
+    try:
+        return bool(torch.equal(a.detach(), b.detach()))
+    except Exception:  # noqa: BLE001 - a tensor that cannot be compared stays a copy
+        return False
+
+
+def reshare(module: torch.nn.Module, clones: dict[int, tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """Put back the original of every clone the pass left bitwise unchanged, in ``module``'s tree."""
+    if not clones:
+        return
+    decided: dict[int, torch.Tensor] = {}
+
+    def original(t: Any) -> Any:
+        if not isinstance(t, torch.Tensor) or id(t) not in clones:
+            return t
+        if id(t) not in decided:
+            c, orig = clones[id(t)]
+            decided[id(t)] = orig if c is t and _bitwise_same(t, orig) else t
+        return decided[id(t)]
+
+    for m in module.modules():
+        for table in ("_parameters", "_buffers"):
+            values = m.__dict__[table]
+            for k, t in list(values.items()):
+                values[k] = original(t)
+        for k, v in list(vars(m).items()):
+            if isinstance(v, torch.Tensor):
+                m.__dict__[k] = original(v)
+
+
+def _call(obj: Any, work: torch.fx.GraphModule, label: str) -> Any:
+    if isinstance(obj, type) and issubclass(obj, torch.fx.Transformer):
+        return obj(work).transform()
+    if isinstance(obj, type) and issubclass(obj, PassBase):
+        obj = obj()
+    if isinstance(obj, type) or not callable(obj):
+        raise EditRefused(f"{label} is a {type(obj).__name__}, not a pass: a pass is a function f(gm), "
+                          "a torch.fx.Transformer subclass or a PassBase subclass or instance.")
+    return obj(work)
+
+
+def _where(exc: BaseException, path: Path | None) -> str:
+    if path is None:
+        return ""
+    frame = user_frame(exc.__traceback__, path)
+    return f" at {path.name}:{frame.lineno} (`{(frame.line or '').strip()}`)" if frame else ""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def run_pass_object(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | None = None,
+                    share_tensors: bool = False) -> torch.fx.GraphModule:
+    """Run the pass ``obj`` (a function ``f(gm) -> GraphModule | PassResult | None``, a
+    ``Transformer`` subclass, a ``PassBase`` subclass or instance) on a working copy of ``gm`` and
+    return the checked, recompiled result; ``gm`` is never changed. ``path``: the pass file, whose
+    line a failure names."""
+    copy = working_copy(gm, share_tensors)
+    work = copy.module
+    try:
+        out = _call(obj, work, label)
+    except KeyboardInterrupt:
+        raise
+    except EditRefused as exc:
+        if path is None:
+            raise
+        raise EditRefused(f"The pass {label} refused{_where(exc, path)}: {exc.message}") from None
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
+        raise EditRefused(f"The pass {label} raised {type(exc).__name__}{_where(exc, path)}: {_first_line(exc)}; "
+                          "nothing was changed.") from None
+    if isinstance(out, PassResult):
+        out = out.graph_module
+    if out is None:
+        out = work
+    if not isinstance(out, torch.fx.GraphModule):
+        raise EditRefused(f"The pass {label} returned a {type(out).__name__}, not a GraphModule, a PassResult "
+                          "or None (None: it changed the module in place); nothing was changed.")
+    try:
+        out.graph.lint()
+    except Exception as exc:  # noqa: BLE001 - a broken graph
+        raise EditRefused(f"The pass {label} left a graph that fails lint(): {_first_line(exc)}; "
+                          "nothing was changed.") from None
+    try:
+        out.recompile()
+    except Exception as exc:  # noqa: BLE001 - code that does not compile
+        raise EditRefused(f"The pass {label} left a graph whose code does not compile ({type(exc).__name__}: "
+                          f"{_first_line(exc)}); nothing was changed.") from None
+    before = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
+    after = [n.target for n in out.graph.nodes if n.op == "placeholder"]
+    if before != after:
+        raise EditRefused(f"The pass {label} changed the model's inputs ({', '.join(map(str, before)) or 'none'} → "
+                          f"{', '.join(map(str, after)) or 'none'}): the example inputs would no longer fit; "
+                          "nothing was changed.")
+    reshare(out, copy.clones)
+    return out

@@ -1,0 +1,13 @@
+"""The rule names the trust boundary's refusal lines carry, as the boundary tests expect them."""
+
+RULE_SUBMODULE = "rule: real submodule paths"
+RULE_MODEL = "rule: definitions of the model file only"
+RULE_DENIED = "rule: no I/O, imports, process control or code execution"
+RULE_GETATTR = "rule: getattr with a constant public attribute name"
+RULE_COST = "rule: bounded cost"
+RULE_SIZE = "rule: new submodule size budget"
+RULE_OPS = "rule: torch.ops tensor overloads only"
+RULE_PRIVATE = "rule: no private or dunder names"
+RULE_BUILTINS = "rule: reviewed builtins"
+RULE_PACKAGE = "rule: allowed packages only"
+RULE_SYNTAX = "rule: dotted identifier path"
