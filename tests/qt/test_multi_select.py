@@ -9,6 +9,7 @@ import operator
 import torch
 from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 
 from fxstudio.resources import EXAMPLES_DIR
 from tests.qt.canvas_support import focus, settle
@@ -82,11 +83,17 @@ def test_select_all_matches_then_erase_all_is_one_undoable_edit(qtbot, make_wind
     canvas = win.canvas
     x = doc.loaded.example_inputs[0]
     nodes_before = [n.name for n in doc.edited.graph.nodes]
-    canvas.open_search()
-    QTest.keyClicks(canvas.search_bar.edit, "_bn2$")
+    win.activateWindow()
+    qtbot.waitUntil(win.isActiveWindow)
+    vp = canvas.viewport()
+    QTest.mouseClick(vp, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(5, vp.height() - 5))
+    assert QApplication.focusWidget() is canvas   # a click on empty canvas gives it the focus
+    QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)  # the find bar
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is canvas.search_bar.edit)
+    QTest.keyClicks(QApplication.focusWidget(), "_bn2$")
     count = len(canvas.matches())
     assert count >= 6
-    QTest.keyClick(canvas.search_bar.edit, Qt.Key.Key_Return, Qt.KeyboardModifier.AltModifier)
+    QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Return, Qt.KeyboardModifier.AltModifier)
     assert sorted(_names(win)) == sorted(canvas.matches())
     win.passes.erase_all.trigger()
     settle(qtbot, canvas)

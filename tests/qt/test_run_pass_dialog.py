@@ -63,7 +63,8 @@ def test_run_a_pass_file_from_the_menu_asks_trust_once_then_undo_restores(qtbot,
     dialog.activateWindow()
     qtbot.waitUntil(dialog.isActiveWindow)
     assert "fxstudio.passes.fuse_conv_bn" in dialog.names()   # the built-ins are listed too
-    dialog.file.setFocus()
+    QTest.mouseClick(dialog.file.lineEdit(), Qt.MouseButton.LeftButton)   # focus as a click gives it
+    assert QApplication.focusWidget() is dialog.file   # the combo box (its line edit is its focus proxy target)
     QTest.keyClicks(QApplication.focusWidget(), str(pass_file))
     QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Return)   # reads the file; runs nothing
     assert asked == [] and len(doc.history) == 0
