@@ -213,6 +213,11 @@ def _own_dict(module: nn.Module, private: str, named: Callable, **options) -> di
         return dict(named(**options))
 
 
+MODULE_TABLES = ("_modules", "_parameters", "_buffers")
+"""The names of ``nn.Module``'s own tables (children, parameters, buffers) in its ``__dict__``: code
+that swaps a module's whole state (a pass's result and its undo) replaces these three entries."""
+
+
 def module_children(module: nn.Module) -> dict[str, nn.Module | None]:
     """``module``'s own submodules by name, the live dict (``nn.Module._modules``). Fallback:
     a dict of ``named_children()`` (a copy)."""

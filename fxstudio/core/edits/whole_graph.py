@@ -21,12 +21,13 @@ import torch.fx
 from fxstudio.core.edits.common import text_field
 from fxstudio.core.edits.primitives import Primitive, Transaction
 from fxstudio.core.edits.state import ID_KEY, Changes, EditState
+from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.same_computation import fetch_path
 from fxstudio.core.passes import (BUILTIN_PREFIX, DEFAULT_PASS_TRUST, PassTrust, builtin_pass, load_pass, match_nodes,
                                   root_tensor_attrs, run_pass_object, same_call)
 
-_TABLES = ("_modules", "_parameters", "_buffers")
+_TABLES = fx_compat.MODULE_TABLES
 
 
 @dataclass

@@ -23,11 +23,12 @@ import torch
 import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
+from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.loading import user_frame
 from fxstudio.core.module_state import CannotCopy, run_copy, share_graph_module
 
-_TABLES = ("_modules", "_parameters", "_buffers")
+_TABLES = fx_compat.MODULE_TABLES
 
 
 @dataclass
