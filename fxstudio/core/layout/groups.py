@@ -220,7 +220,12 @@ def _signature(path: str, members: list, classes: dict[str, str]) -> tuple:
         inner = node.meta.get(META_MODULE_PATH) or ""
         rel = inner[len(prefix):] if inner.startswith(prefix) else ""
         inputs = tuple((index.get(src, -1), key) for src, key in node_inputs(node))
-        items.append((node.op, target, rel, _frozen(inputs), _frozen(node.meta.get(META_SHAPE))))
+        item = (node.op, target, rel, inputs, node.meta.get(META_SHAPE))
+        try:
+            hash(item)
+        except TypeError:  # a multi-output node's list of shapes: rare, so frozen only then
+            item = _frozen(item)
+        items.append(item)
     return (classes.get(path), tuple(items))
 
 
