@@ -131,6 +131,7 @@ def test_insert_after_each_and_swap_target_of_all(qtbot, make_window):
     win.selection.set([doc.id_of(doc.find(n)) for n in names[:2]])
     dialog = win.passes.open_swap_all()
     assert dialog.windowTitle() == "Swap target of 2 nodes"
+    assert dialog.textValue() == "operator.add"   # the current target, as a target is typed
     dialog.setTextValue("operator.mul")
     dialog.accept()
     assert len(doc.history) == 1 and doc.history[0].startswith("Swap target of 2 nodes")
@@ -139,3 +140,14 @@ def test_insert_after_each_and_swap_target_of_all(qtbot, make_window):
     doc.module()(x)
     doc.undo()
     assert all(doc.find(n).target is operator.add for n in names)
+
+
+def test_swap_target_of_modules_offers_a_typable_target(qtbot, make_window):
+    """On submodule cards the dialog starts from the target as typed (``layer1.0.relu``), not the
+    card's "path · Class" line, so pressing OK on it is a valid edit."""
+    win, doc = _window(qtbot, make_window)
+    relus = [n for n in doc.edited.graph.nodes if n.op == "call_module" and n.target.endswith("relu")][:2]
+    win.selection.set([doc.id_of(n) for n in relus])
+    dialog = win.passes.open_swap_all()
+    assert dialog.textValue() == str(relus[0].target) and "·" not in dialog.textValue()
+    dialog.reject()

@@ -313,7 +313,7 @@ class PassActions(QObject):
 
     def open_swap_all(self) -> QInputDialog | None:
         """Swap target of all…: ask the new target, then one ``set_target`` per selected node."""
-        from fxstudio.qt.canvas.scene import card_info
+        from fxstudio.core.node_text import target_text
 
         nodes = [n for n in self.selected_nodes() if n.op not in _FIXED]
         doc = self._doc_provider()
@@ -324,7 +324,7 @@ class PassActions(QObject):
         dialog.setWindowTitle(f"Swap target of {len(nodes)} nodes")
         dialog.setLabelText(f"New target for {', '.join(n.name for n in nodes[:6])}"
                             f"{' …' if len(nodes) > 6 else ''}:")
-        dialog.setTextValue(card_info(nodes[0], doc.id_of(nodes[0]), doc.edited).target)
+        dialog.setTextValue(target_text(nodes[0], doc.loaded.user_module))   # as typed, never a card's "· Class"
         names = [n.name for n in nodes]
         dialog.textValueSelected.connect(lambda text: self.swap_targets(names, text))
         return self._show(dialog)
