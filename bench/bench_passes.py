@@ -1,8 +1,9 @@
 """Pass bookkeeping on a generated graph of about 10k nodes (issue #14: a pass's bookkeeping costs
 ≤ 1.5x the pass itself, plus one incremental relayout).
 
-``python -m bench.bench_passes [--quick]``. Opens a ``fxstudio.testing.synthetic`` skip chain as a
-``Document`` and runs three passes from a pass file (trusted) as ``run_pass`` edits:
+``python -m bench.bench_passes [--quick] [--cpu]`` (``--cpu``: CPU time instead of wall time, for a
+shared machine). Opens a ``fxstudio.testing.synthetic`` skip chain as a ``Document`` and runs three
+passes from a pass file (trusted) as ``run_pass`` edits:
 
 - ``relu_to_gelu``: a function pass changing the target of every relu in place (nothing added);
 - ``GeluTransformer``: the same as a ``torch.fx.Transformer`` (every node re-created, matched by name);
@@ -19,6 +20,7 @@ result (``compute_layout`` with the previous layout, as the canvas does after an
 from __future__ import annotations
 
 import copy
+import gc
 import statistics
 import sys
 import tempfile
@@ -60,13 +62,23 @@ def observe_linears(gm):
 '''
 
 PASSES = ("relu_to_gelu", "GeluTransformer", "observe_linears")
+CLOCK = [time.perf_counter]  # --cpu: time.process_time (this process's CPU time, for a shared machine)
 
 
 def timed(fn) -> float:
-    """Milliseconds one call of ``fn`` takes."""
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1e3
+    """Milliseconds one call of ``fn`` takes, timed as ``timeit`` times: after a full collection and
+    with the cyclic collector off (the window keeps it off on worker threads too), so that neither
+    side of a ratio pays for garbage the other left."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = CLOCK[0]()
+        fn()
+        return (CLOCK[0]() - start) * 1e3
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def bare_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -74,13 +86,54 @@ def bare_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return copy.deepcopy(gm)
 
 
-def run_bare(module, name: str, gm: torch.fx.GraphModule) -> None:
-    """The pass as its author would run it, on ``gm``."""
+def run_bare(module, name: str, gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """The pass as its author would run it, on ``gm``; returns its result."""
     obj = getattr(module, name)
     if isinstance(obj, type):
-        obj(gm).transform()
-    else:
-        obj(gm)
+        return obj(gm).transform()
+    return obj(gm)
+
+
+STAGES = ("snapshot", "pass", "compile", "lint", "reshare", "install")
+
+
+def stage_row(doc, pass_path: Path, name: str, reps: int) -> str:
+    """A row of the stage table: ``reps`` ``run_pass`` edits of ``name`` (each undone), each stage
+    timed inside the edit by wrapping the function that does it (medians, ms)."""
+    import fxstudio.core.edits.whole_graph as whole_graph
+    import fxstudio.core.passes.runner as runner
+    from fxstudio.core import fx_compat
+
+    spent: dict[str, float] = {}
+    wrapped = [(runner, "working_copy", "snapshot"), (runner, "_call", "pass"), (fx_compat, "compile_now", "compile"),
+               (torch.fx.Graph, "lint", "lint"), (runner, "reshare", "reshare"), (whole_graph, "swap_for", "install")]
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in wrapped]
+
+    def timer(fn, stage):
+        def call(*args, **kwargs):
+            start = CLOCK[0]()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[stage] = spent.get(stage, 0.0) + (CLOCK[0]() - start) * 1e3
+        return call
+
+    rows: dict[str, list[float]] = {stage: [] for stage in (*STAGES, "other", "edit")}
+    try:
+        for (owner, attr, fn), (_, _, stage) in zip(saved, wrapped):
+            setattr(owner, attr, timer(fn, stage))
+        for _ in range(reps):
+            spent.clear()
+            total = timed(lambda: doc.apply_edit({"op": "run_pass", "file": pass_path.name, "name": name}))
+            doc.undo()
+            for stage in STAGES:
+                rows[stage].append(spent.get(stage, 0.0))
+            rows["other"].append(total - sum(spent.get(stage, 0.0) for stage in STAGES))
+            rows["edit"].append(total)
+    finally:
+        for owner, attr, fn in saved:
+            setattr(owner, attr, fn)
+    return f"| {name} | " + " | ".join(f"{statistics.median(v):.1f}" for v in rows.values()) + " |"
 
 
 def main(argv: list[str]) -> int:
@@ -89,6 +142,8 @@ def main(argv: list[str]) -> int:
     from fxstudio.core.passes import PassTrust, load_pass, match_nodes, trust_all, working_copy
 
     quick = "--quick" in argv
+    if "--cpu" in argv:
+        CLOCK[0] = time.process_time
     n_nodes, reps = (2_000, 2) if quick else (10_000, 5)
     folder = Path(tempfile.mkdtemp(prefix="fxs_bench_passes_"))
     pass_path = folder / "bench_passes_file.py"
@@ -140,6 +195,14 @@ def main(argv: list[str]) -> int:
               f"{med['match']:.1f} | {med['recompile']:.1f} | {med['undo']:.1f} | {relayout_ms:.0f} | {verdict} |")
     print(f"\nbookkeeping (run_pass edit − bare pass, relayout not included) at most {worst:.2f}× the pass; "
           "the relayout column is the one incremental relayout allowed on top.")
+    print("\nThe edit by stage (ms, timed inside the edit): the working copy (snapshot, weights cloned), the "
+          "pass on it (its own recompile() deferred), the one compile, lint(), putting back the weights the pass "
+          "left unchanged, installing the result (node matching, ids, changes, the swap), and the rest (the "
+          "document, change events, shapes).\n")
+    print("| pass | " + " | ".join(STAGES) + " | other | edit |")
+    print("| --- |" + " ---: |" * (len(STAGES) + 2))
+    for name in PASSES:
+        print(stage_row(doc, pass_path, name, reps))
     return 0
 
 

@@ -38,12 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def is_headless(environ: dict[str, str] | None = None, platform: str | None = None) -> bool:
-    """True where Qt has no display to open: Linux with no DISPLAY, WAYLAND_DISPLAY or QT_QPA_PLATFORM."""
-    env = os.environ if environ is None else environ
-    platform = sys.platform if platform is None else platform
-    if not platform.startswith("linux"):
-        return False
-    return not any(env.get(key) for key in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
+    """True where Qt has no display to open (the rule of ``fxstudio.api.has_display``: on Linux a
+    display-less Qt platform such as offscreen, else DISPLAY / WAYLAND_DISPLAY for xcb / wayland)."""
+    from fxstudio.api import has_display
+
+    return not has_display(environ, platform)
 
 
 def parse_size(text: str) -> tuple[int, int]:

@@ -23,6 +23,7 @@ SUBCOMMANDS = {
     "compare": "Run the original and edited models and compare outputs node by node.",
     "layout": "Compute the canvas layout and print or write it.",
     "pass": "Run one torch.fx pass on a model as one edit; print what changed, save the script, export.",
+    "capture": "Run a script with torch.compile recording each captured graph to a .fxcap file.",
 }
 
 
@@ -57,8 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``fxstudio`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     sweep_verify_folders()  # left in the temp dir by exports killed while verifying (one listdir)
+    passthrough: list[str] | None = None
+    if argv and argv[0] in SUBCOMMANDS and getattr(_subcommand_module(argv[0]), "PASSTHROUGH", False) and "--" in argv:
+        cut = argv.index("--")  # `fxstudio capture SCRIPT.py -- ARGS`: ARGS are the script's, untouched
+        argv, passthrough = argv[:cut], argv[cut + 1:]
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    if passthrough is not None:
+        args.passthrough = passthrough
     try:
         module = importlib.import_module("fxstudio.app") if args.command == "gui" else _subcommand_module(args.command)
         status = int(module.run(args) or 0)

@@ -18,3 +18,37 @@ def write_model(path: Path, body: str) -> Path:
     """Write :func:`model_source` of ``body`` to ``path``; returns ``path``."""
     path.write_text(model_source(body))
     return path
+
+
+LINEAR_RELU_BODY = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x)) * 2
+"""
+"""A model with no example inputs: ``Net`` is ``Linear(4, 3)`` → ReLU → ``* 2``."""
+
+
+def save_small_cnn_pt2(path: Path) -> Path:
+    """Export a small CNN (conv → BN → ReLU → pool → linear, then ``* 2``; every weight used once,
+    eval mode) with ``torch.export`` and save it to ``path``; returns ``path``."""
+    import torch
+    from torch import nn
+
+    class SmallCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            y = torch.relu(self.bn(self.conv(x)))
+            y = torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1)
+            return self.fc(y) * 2
+
+    torch.export.save(torch.export.export(SmallCNN().eval(), (torch.randn(1, 3, 8, 8),)), str(path))
+    return path

@@ -77,6 +77,8 @@ class Document:
         self._subscribers: list[Callable[[DocumentEvent], None]] = []
         self._shapes = ShapeRefresher(self.edited)
         self._serial = 0  # counts every change of the edited graph: a prepared pass is for one state
+        self.read_only: str | None = None
+        """When set, the reason every edit is refused (``fxstudio.show`` opens a view-only window)."""
 
     # ------------------------------------------------------------------ module and nodes
 
@@ -196,6 +198,8 @@ class Document:
 
     def _run(self, edits: list[dict]) -> tuple[Transaction, list[str], list[dict]]:
         """Apply ``edits`` in one transaction; on refusal roll back and raise (prefixing the index)."""
+        if self.read_only:
+            raise EditRefused(self.read_only)
         tx = Transaction(self._state)
         labels, records = [], []
         for i, edit in enumerate(edits):
@@ -239,6 +243,8 @@ class Document:
         as ``apply_edit`` would."""
         if not isinstance(edit, dict) or edit.get("op") not in ("run_pass", "replace_pattern"):
             raise EditRefused("Only run_pass and replace_pattern edits run ahead of applying.")
+        if self.read_only:
+            raise EditRefused(self.read_only)
         check_fields(edit)
         return PreparedEdit(self._serial, dict(edit), compute_outcome(self._state, edit))
 
@@ -255,7 +261,10 @@ class Document:
             self._saved_index = None
         self._commands.append(Command(label, tx.done, records))
         self._index += 1
-        self._stale = True
+        # A command ending with a pass's swap installed code compiled for its graph: no recompile.
+        self._stale = not (tx.done and getattr(tx.done[-1], "compiled", False))
+        for primitive in tx.done:  # the code a swap kept for a rollback (undo and redo recompile)
+            getattr(primitive, "settle", lambda: None)()
         event = self._emit("edited", label, tx.changes)
         return EditResult(event.label, event.added, event.removed, event.changed)
 

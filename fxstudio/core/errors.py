@@ -65,3 +65,7 @@ class RunError(FxStudioError):
     """A run or comparison that failed, e.g. an exception raised by a node (exit 1)."""
 
     exit_code = 1
+
+
+class NoDisplayError(FxStudioError):
+    """The window cannot open: no display to draw on (``fxstudio.edit`` / ``show``; the CLI exits 2)."""

@@ -11,6 +11,7 @@ other module of fxstudio names a torch private (``tests/core/test_fx_compat.py``
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -18,6 +19,10 @@ import torch
 import torch.fx
 from torch import nn
 from torch.fx.passes.shape_prop import TensorMetadata
+
+# torch's own pytree code warns about its own deprecated LeafSpec check when it copies a program's
+# tree specs (every .pt2 open printed it on stderr); it says nothing to an fxstudio user.
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
 
 try:
     import torch.utils._pytree as _pytree
@@ -35,6 +40,10 @@ try:
     from torch.fx.graph_module import _CodeOnlyModule
 except ImportError:
     _CodeOnlyModule = None
+try:
+    from torch.fx._lazy_graph_module import _LazyGraphModule
+except ImportError:
+    _LazyGraphModule = None
 
 # ----------------------------------------------------------------------------- graph names
 
@@ -202,6 +211,69 @@ def deepcopy_init(gm: torch.fx.GraphModule) -> Callable:
     ``torch.fx.GraphModule.__init__``."""
     method = getattr(gm, "_deepcopy_init", None)
     return method() if method is not None else torch.fx.GraphModule.__init__
+
+
+# What GraphModule.recompile() leaves besides the class's forward; a class defining one of
+# _CODE_MEMBERS compiles its own way: its code is neither deferred nor handed over.
+_CODE_STATE = ("_code", "_lineno_map", "_prologue_start", "_in_spec", "_out_spec")
+_CODE_MEMBERS = {"recompile", "forward", "code", "__str__", "__reduce__", "__reduce_package__", "__deepcopy__",
+                 "_deepcopy_init", "__call__"}
+
+
+def _plain_base(gm: torch.fx.GraphModule) -> type | None:
+    """The class ``GraphModule.__new__`` made ``gm``'s class from, if it compiles as ``GraphModule`` does."""
+    base = next(c for c in type(gm).__mro__ if c.__qualname__.split(".")[-1] != "GraphModuleImpl"
+                and c is not _LazyGraphModule)
+    between = base.__mro__[:base.__mro__.index(torch.fx.GraphModule)]
+    return None if any(_CODE_MEMBERS & vars(c).keys() for c in between) else base
+
+
+def own_graph_module_class(gm: torch.fx.GraphModule) -> tuple[type, bool]:
+    """A new class of its own for a copy of ``gm`` (as ``GraphModule.__new__`` makes one: recompiling
+    the copy changes no other module's code), and whether it defers compiling: ``recompile()`` then
+    only marks the code stale, compiled when first used (``.code``, a call, pickling; torch's
+    ``torch.fx._lazy_graph_module._LazyGraphModule``). Fallback (no such class, or ``gm``'s class
+    compiles its own way): a class that compiles at once, and False (the caller recompiles)."""
+    base = _plain_base(gm)
+    if _LazyGraphModule is None or base is None:
+        cls, deferred = torch.fx.GraphModule.__new__(type(gm)).__class__, False
+    elif base is torch.fx.GraphModule:
+        cls, deferred = torch.fx.GraphModule.__new__(_LazyGraphModule).__class__, True
+    else:
+        cls, deferred = type("GraphModuleImpl", (_LazyGraphModule, base), {}), True
+    cls.__name__ = type(gm).__name__
+    return cls, deferred
+
+
+def compile_now(gm: torch.fx.GraphModule) -> None:
+    """Generate and compile ``gm``'s code now (``GraphModule.recompile``), also when its class defers it."""
+    if _LazyGraphModule is not None and isinstance(gm, _LazyGraphModule):
+        torch.fx.GraphModule.recompile(gm)
+    else:
+        gm.recompile()
+
+
+def compiled_code(gm: torch.fx.GraphModule) -> Any:
+    """``gm``'s compiled code (its class's ``forward``; ``_code``, line map, pytree specs) for a module
+    over the same graph (``install_code``); None when its class has no compiled forward of its own."""
+    forward = vars(type(gm)).get("forward")
+    if forward in (None, getattr(_LazyGraphModule, "_lazy_forward", None)) or "_code" not in gm.__dict__ \
+            or _plain_base(gm) is None:
+        return None
+    return forward, {k: gm.__dict__[k] for k in _CODE_STATE if k in gm.__dict__}
+
+
+def install_code(gm: torch.fx.GraphModule, code: Any) -> None:
+    """Give ``gm`` the ``compiled_code`` of a module compiled for the very graph ``gm`` holds now, not
+    recompiling. Fallback (no ``code``, or ``gm``'s class compiles its own way): ``gm.recompile()``."""
+    cls = type(gm)
+    if code is None or _plain_base(gm) is None or not {"forward", "_wrapped_call"} <= vars(cls).keys():
+        gm.recompile()
+        return
+    for key in _CODE_STATE:
+        gm.__dict__.pop(key, None)
+    gm.__dict__.update(code[1])
+    cls.forward = code[0]
 
 
 def _own_dict(module: nn.Module, private: str, named: Callable, **options) -> dict:
@@ -379,6 +451,12 @@ def tree_unflatten(leaves: list[Any], spec: Any) -> Any:
     return _pytree.tree_unflatten(leaves, spec)
 
 
+def pytree_type_registered(serialized_name: str) -> bool:
+    """Whether torch's pytree reads a serialized TreeSpec ``type`` of that name (``_pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE``).
+    Fallback: False, so the ``.pt2`` loader rebuilds that structure as a plain dict or tuple."""
+    return serialized_name in (getattr(_pytree, "SERIALIZED_TYPE_TO_PYTHON_TYPE", None) or {})
+
+
 # ----------------------------------------------------------------------------- shapes, fake tensors
 
 
@@ -458,12 +536,13 @@ def tensor_layout_deserializers() -> tuple[Callable, Callable, Callable]:
     return deserialize_size, deserialize_storage_offset, deserialize_stride
 
 
-def deserialize_program(model_bytes: bytes, state_dict: dict, constants: dict, sample: Any) -> Any:
-    """The ``ExportedProgram`` of an archive's JSON (``torch._export.serde``: ``schema``,
-    ``_bytes_to_dataclass``, ``ExportedProgramDeserializer``). No public fallback (``torch.export.load``
-    reads the whole archive unchecked): ImportError, reported as a program torch cannot rebuild."""
-    from torch._export.serde import schema
-    from torch._export.serde.serialize import ExportedProgramDeserializer, _bytes_to_dataclass
+def deserialize_program(model_json: Any, state_dict: dict, constants: dict, sample: Any) -> Any:
+    """The ``ExportedProgram`` of an archive's parsed JSON (``torch._export.serde``: ``schema``,
+    ``ExportedProgramDeserializer``). No public fallback (``torch.export.load`` reads the whole
+    archive unchecked): ImportError, reported as a program torch cannot rebuild."""
+    from torch._export.serde.serialize import ExportedProgramDeserializer
 
-    serialized = _bytes_to_dataclass(schema.ExportedProgram, model_bytes)
+    from fxstudio.core.fx_compat_export import program_schema
+
+    serialized = program_schema(model_json)
     return ExportedProgramDeserializer(None).deserialize(serialized, state_dict, constants, sample)

@@ -147,6 +147,8 @@ def render_table(loaded: LoadedModel, *, show_hidden: bool = False) -> str:
     gm = loaded.graph_module
     total = len(gm.graph.nodes)
     inputs = ", ".join(_input_text(v) for v in loaded.example_inputs) or "none"
+    if not loaded.example_inputs and any(n.op == "placeholder" for n in gm.graph.nodes):
+        inputs += " (shapes unknown: give --input-shape)"  # issue #15 defect 5: traced without inputs
     lines = [f"{loaded.display_name} — {loaded.tracer} tracer, {total} nodes, inputs: {inputs}", ""]
     lines.append("  ".join(c.ljust(w) for c, w in zip(TABLE_COLUMNS, widths)).rstrip())
     lines.append("  ".join("-" * w for w in widths))

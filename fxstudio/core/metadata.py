@@ -42,9 +42,10 @@ def annotate(
     else:
         propagate_shapes(gm, example_inputs, notes)
     user_path = str(Path(user_file).resolve()) if user_file else None
+    known = _stack_classes(gm.graph)
     for node in gm.graph.nodes:
         _write_shape_keys(node)
-        stack = module_stack_of(node, gm)
+        stack = module_stack_of(node, gm, known)
         node.meta[META_MODULE_STACK] = stack
         node.meta[META_MODULE_PATH] = stack[-1][0] if stack else ""
         source = source_of(node, user_path)
@@ -107,8 +108,27 @@ def _is_concrete(s) -> bool:
 # ---- module paths -------------------------------------------------------------------------------
 
 
-def module_stack_of(node: torch.fx.Node, gm: torch.nn.Module) -> list[tuple[str, str]]:
-    """``[(path, class_name), ...]`` outermost first, from ``nn_module_stack`` or the node's target."""
+def _stack_classes(graph: torch.fx.Graph) -> dict[str, str]:
+    """Class name by module path, from every node's ``nn_module_stack`` (an exported graph's
+    get_attr nodes have none, and its unlifted submodules are plain Modules)."""
+    known: dict[str, str] = {}
+    for node in graph.nodes:
+        raw = node.meta.get("nn_module_stack")
+        if not raw:
+            continue
+        for value in raw.values():
+            path, cls = value if isinstance(value, tuple) else (value, "")
+            name = cls.__name__ if isinstance(cls, type) else str(cls).rsplit(".", 1)[-1]
+            if name:
+                known.setdefault(_clean_path(str(path)), name)
+    return known
+
+
+def module_stack_of(node: torch.fx.Node, gm: torch.nn.Module, known: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """``[(path, class_name), ...]`` outermost first, from ``nn_module_stack`` or the node's target.
+
+    ``known``: class names by path from the graph's module stacks (``_stack_classes``), preferred
+    to the class of the submodule found in ``gm`` (an unlifted export has plain Modules)."""
     raw = node.meta.get("nn_module_stack")
     stack: list[tuple[str, str]] = []
     if raw:
@@ -124,9 +144,9 @@ def module_stack_of(node: torch.fx.Node, gm: torch.nn.Module) -> list[tuple[str,
             stack.append((str(node.target), _class_at(gm, str(node.target))))
         return stack
     if node.op == "call_module":
-        return _prefix_stack(gm, str(node.target).split("."))
+        return _prefix_stack(gm, str(node.target).split("."), known)
     if node.op == "get_attr":
-        return _prefix_stack(gm, str(node.target).split(".")[:-1])
+        return _prefix_stack(gm, str(node.target).split(".")[:-1], known)
     return []
 
 
@@ -137,19 +157,22 @@ def _clean_path(path: str) -> str:
     return path.strip(".")
 
 
-def _prefix_stack(gm: torch.nn.Module, parts: list[str]) -> list[tuple[str, str]]:
+def _prefix_stack(gm: torch.nn.Module, parts: list[str], known: dict[str, str] | None = None) -> list[tuple[str, str]]:
     stack = []
     for i in range(1, len(parts) + 1):
         path = ".".join(parts[:i])
-        stack.append((path, _class_at(gm, path)))
+        stack.append((path, (known or {}).get(path) or _class_at(gm, path)))
     return stack
 
 
 def _class_at(gm: torch.nn.Module, path: str) -> str:
+    """The class name of the submodule at ``path``; '' when unknown or a plain ``nn.Module`` (the
+    stand-in an unlifted export uses, which says nothing)."""
     try:
-        return type(gm.get_submodule(path)).__name__
+        cls = type(gm.get_submodule(path))
     except (AttributeError, TypeError):
         return ""
+    return "" if cls is torch.nn.Module else cls.__name__
 
 
 # ---- source lines -------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ class LoadedModel:
     """
 
     path: Path | None
-    kind: Literal["py", "pt2", "pickle"]
+    kind: Literal["py", "pt2", "pickle", "memory", "capture"]  # "memory": a module of the caller (fxstudio.edit), no file; "capture": graph k of a .fxcap
     module: torch.nn.Module
     graph_module: torch.fx.GraphModule
     example_inputs: tuple[Any, ...]

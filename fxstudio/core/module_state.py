@@ -34,6 +34,8 @@ _PRESERVED_ATTRS = ("_state_dict_hooks", "_load_state_dict_pre_hooks", "_load_st
 
 
 _CONTAINERS = frozenset({dict, OrderedDict, list, set})
+_TABLE_KEYS = frozenset(fx_compat.MODULE_TABLES)
+_IMMUTABLE = frozenset({bool, int, float, str, type(None), tuple})
 
 
 class CannotCopy(TypeError):
@@ -129,14 +131,18 @@ def run_copy(module: torch.nn.Module, *, clone: frozenset[int] | set[int] = froz
         modules[id(m)] = new
         body = {}
         for key, value in vars(m).items():
-            if key == "_parameters":
-                value = {k: tensor(p, map_parameter) for k, p in value.items()}
-            elif key == "_buffers":
-                value = {k: tensor(b, map_buffer) for k, b in value.items()}
-            elif key == "_modules":
-                value = {k: copy_module(c) if c is not None else None for k, c in value.items()}
-            elif type(value) in _CONTAINERS:  # hook tables and small caches: the copy's own
-                value = value.copy()
+            kind = type(value)
+            if key in _TABLE_KEYS:
+                if key == "_parameters":
+                    value = {k: tensor(p, map_parameter) for k, p in value.items()}
+                elif key == "_buffers":
+                    value = {k: tensor(b, map_buffer) for k, b in value.items()}
+                else:
+                    value = {k: copy_module(c) if c is not None else None for k, c in value.items()}
+            elif kind in _CONTAINERS:  # hook tables and small caches: the copy's own
+                value = kind() if not value else value.copy()
+            elif kind in _IMMUTABLE:
+                pass
             elif isinstance(value, torch.Tensor):
                 value = tensor(value, map_parameter if isinstance(value, torch.nn.Parameter) else map_buffer)
             elif isinstance(value, (dict, list, set)):

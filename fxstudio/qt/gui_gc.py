@@ -74,3 +74,29 @@ def install_gui_thread_collector(app: QObject) -> GuiThreadCollector:
         _installed.install()
         app.aboutToQuit.connect(_installed.uninstall)
     return _installed
+
+
+def uninstall_gui_thread_collector() -> None:
+    """Remove the application's collector and give cyclic collection back to Python (the last
+    ``fxstudio.edit`` window closed: the calling program may run no event loop to drive the timer)."""
+    global _installed
+    if _installed is not None:
+        collector, _installed = _installed, None
+        collector.uninstall()
+        collector.deleteLater()
+
+
+def release_memory() -> None:
+    """Collect all generations here, on the GUI thread, then hand the freed heap back to the system.
+
+    Called once a model was replaced by another (issue #15: RSS grew with every reopen). The old
+    document's weights die in the collection; glibc keeps freed blocks in the arenas of the loading
+    threads that allocated them, so without ``malloc_trim`` each reopen would add the size of the
+    weights to the process. Elsewhere than glibc the trim is skipped."""
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from fxstudio.core.errors import EditRefused, ScriptError
 from fxstudio.resources import DEFAULT_EXAMPLE, ICON_PNG, example_path
+from fxstudio.timing import mark
 
 
 def _qt_messages(mode, context, message: str) -> None:
@@ -86,11 +87,13 @@ def start_window(spec: str, options: dict, edits: list[dict] | None = None, sele
     window.show()
 
     def start() -> None:
+        mark("window_shown")
         entry = pick_journal(spec, window)
         same_model = entry is not None and _same(entry.model, spec)
         if same_model and offer_recovery(window, spec):
             return
         window.open_path(spec, origin="argument", options=options)
+        QTimer.singleShot(0, lambda: mark("progress_shown"))
         _once(window.open_flow.opened, lambda _doc: _after_open(window, spec, edits, select, entry, same_model))
 
     QTimer.singleShot(0, start)

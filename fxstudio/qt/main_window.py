@@ -22,6 +22,7 @@ from fxstudio.qt.canvas.overlays import connect_run_pane
 from fxstudio.qt.canvas.view import GraphCanvas
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.docks import build_docks, default_sizes
+from fxstudio.qt.input_offer import InputOffer
 from fxstudio.qt.open_dialogs import ask_unsaved
 from fxstudio.qt.open_flow import MODEL_SUFFIXES, OpenFlow, load_options
 from fxstudio.qt.selection import SelectionModel
@@ -74,6 +75,7 @@ class MainWindow(WindowCommands, QMainWindow):
         self._connect_views()
         self._build_status_bar()
         self.open_flow = OpenFlow(self)
+        self.input_offer = InputOffer(self)  # a model opened without example inputs: offer to give them
         self.setAcceptDrops(True)
         self._default_state = self.saveState(STATE_VERSION)
         self._restore_settings()

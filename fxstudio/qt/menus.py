@@ -9,6 +9,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu, QToolBar
 
 from fxstudio.qt.canvas.view import ZOOM_STEP
+from fxstudio.qt.canvas.repeat_fold import set_fold_repeats
 from fxstudio.qt.shortcuts_dialog import show_shortcuts
 from fxstudio.resources import EXAMPLES_DIR
 
@@ -42,7 +43,9 @@ def build_actions(w) -> dict[str, QAction]:
         "save_as": _action(w, "Save Edit Script &As…", w.save_script_as, ["Ctrl+Shift+S"], "Save the edits to a new edit script"),
         "replay": _action(w, "&Apply Edit Script…", w.replay_dialog, [], "Apply the edits of a saved script to this model"),
         "export": _action(w, "&Export Python…", w.export_dialog, ["Ctrl+E"], "Export the edited module as a standalone, verified .py"),
-        "quit": _action(w, "&Quit", w.close, [QKeySequence.StandardKey.Quit], "Quit fxstudio"),
+        # StandardKey.Quit is empty outside KDE/GNOME themes (a bare X session, offscreen): Ctrl+Q then
+        "quit": _action(w, "&Quit", w.close, QKeySequence.keyBindings(QKeySequence.StandardKey.Quit)
+                        or [QKeySequence("Ctrl+Q")], "Quit fxstudio"),
         "undo": _action(w, "&Undo", w.undo, ["Ctrl+Z"], "Undo the last edit"),
         "redo": _action(w, "&Redo", w.redo, ["Ctrl+Shift+Z", "Ctrl+Y"], "Redo the edit undone last"),
         "find": _action(w, "&Find…", w.focus_find, [QKeySequence.StandardKey.Find], "Find nodes by name, op or target"),
@@ -57,6 +60,12 @@ def build_actions(w) -> dict[str, QAction]:
         "zoom_reset": _action(w, "&Reset Zoom (100%)", lambda: w.canvas.reset_zoom(), ["Ctrl+0"],
                               "Zoom the canvas to 100%"),
         "minimap": _action(w, "&Minimap", lambda: None, [], "Show the minimap in the canvas corner", "action_minimap"),
+        "fold_weights": _action(w, "Fold &Weights into Cards", lambda: None, [],
+                                "Draw a weight used by one operation as a row of that operation's card",
+                                "action_fold_weights"),
+        "fold_repeats": _action(w, "Fold &Repeated Blocks", lambda: None, [],
+                                "Draw each run of identical blocks (GPT-2's layers, a ResNet stage) as its first "
+                                "block and one card for the others", "action_fold_repeats"),
         "shortcuts": _action(w, "&Keyboard Shortcuts", lambda: show_shortcuts(w), ["F1"],
                              "Every keyboard shortcut of the window and the canvas"),
         "about": _action(w, "&About fxstudio", w.about, [], "About fxstudio"),
@@ -66,21 +75,46 @@ def build_actions(w) -> dict[str, QAction]:
     for key, short in (("undo", "Undo"), ("redo", "Redo")):
         a[key].setIconText(short)  # the toolbar stays short; the menu names the edit
     _connect_minimap(w, a["minimap"])
+    _connect_fold_weights(w, a["fold_weights"])
+    _connect_fold_repeats(w, a["fold_repeats"])
     return a
+
+
+def _remembered_toggle(action: QAction, on: bool, show, remember) -> None:
+    """Make ``action`` a checkable View toggle starting at ``on``: each toggle calls ``show(checked)``
+    and ``remember(checked)`` (the setting)."""
+    action.setCheckable(True)
+    action.setChecked(on)
+    show(on)
+
+    def set_on(checked: bool) -> None:
+        show(checked)
+        remember(checked)
+
+    action.toggled.connect(set_on)
+
+
+def _connect_fold_weights(w, action: QAction) -> None:
+    """View ▸ Fold Weights into Cards: checkable, remembered in settings (on by default)."""
+    _remembered_toggle(action, w.prefs.fold_weights(), w.canvas.set_fold_weights, w.prefs.set_fold_weights)
+
+
+def _connect_fold_repeats(w, action: QAction) -> None:
+    """View ▸ Fold Repeated Blocks: checkable, unchecked again when the last run is unfolded on the canvas."""
+    action.setCheckable(True)
+    action.toggled.connect(lambda on: set_fold_repeats(w.canvas, on))
+
+    def unfolded() -> None:
+        action.blockSignals(True)
+        action.setChecked(False)
+        action.blockSignals(False)
+
+    w.canvas.repeats.unfolded_all = unfolded
 
 
 def _connect_minimap(w, action: QAction) -> None:
     """View ▸ Minimap: checkable, in step with the minimap's own toggle, remembered in settings."""
-    action.setCheckable(True)
-    shown = w.prefs.minimap_shown()
-    action.setChecked(shown)
-    w.canvas.set_minimap_shown(shown)
-
-    def set_shown(on: bool) -> None:
-        w.canvas.set_minimap_shown(on)
-        w.prefs.set_minimap_shown(on)
-
-    action.toggled.connect(set_shown)
+    _remembered_toggle(action, w.prefs.minimap_shown(), w.canvas.set_minimap_shown, w.prefs.set_minimap_shown)
     w.canvas.minimap_toggled.connect(action.setChecked)
 
 
@@ -118,7 +152,7 @@ def build_menus(w, actions: dict[str, QAction]) -> dict[str, QMenu]:
     edit.addAction(actions["find"])
     edit.addAction(actions["find_next"])
     view = bar.addMenu("&View")
-    for key in ("fit", "fit_all", None, "zoom_in", "zoom_out", "zoom_reset", None, "minimap"):
+    for key in ("fit", "fit_all", None, "zoom_in", "zoom_out", "zoom_reset", None, "minimap", "fold_weights", "fold_repeats"):
         if key is None:
             view.addSeparator()
         else:

@@ -16,11 +16,15 @@ from PySide6.QtWidgets import QProgressDialog
 
 from fxstudio.core.errors import FxStudioError, LoadError, TraceError
 from fxstudio.qt import open_dialogs
+from fxstudio.qt.gui_gc import release_memory
 from fxstudio.qt.workers import BackgroundTask
 from fxstudio.resources import EXAMPLES_DIR
+from fxstudio.timing import mark
 
-MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth")
-OPEN_FILTER = "Models (*.py *.pt2 *.pt *.pth);;Python model files (*.py);;Exported programs (*.pt2);;Pickled modules (*.pt *.pth);;All files (*)"
+MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth", ".fxcap")
+RELEASE_DELAY_MS = 200  # after a reopen: the new graph's first frame, then the old weights are freed
+OPEN_FILTER = ("Models (*.py *.pt2 *.pt *.pth *.fxcap);;Python model files (*.py);;Exported programs (*.pt2);;"
+               "Pickled modules (*.pt *.pth);;torch.compile captures (*.fxcap);;All files (*)")
 
 
 def is_example(path: Path) -> bool:
@@ -120,7 +124,10 @@ def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] |
 
     if ctx is not None:
         ctx.progress(f"Loading and tracing {Path(spec.partition('::')[0]).name}…")
-    loaded = load_model(spec, **load_options(options))
+    kwargs = load_options(options)
+    if ctx is not None and not edits:
+        kwargs["on_structure"] = lambda preview: ctx.partial(structure_document(preview))
+    loaded = load_model(spec, **kwargs)
     if ctx is not None:
         ctx.check()
         ctx.progress("Building the document…")
@@ -128,6 +135,19 @@ def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] |
     # the core's "skip" policy: what applies is applied, every refusal is reported
     report = replay_into(doc, edits or [], "skip", before_each=None if ctx is None else (lambda _i: ctx.check()))
     return doc, [(r.number - 1, str(r.error)) for r in report.refusals]
+
+
+LOADING_WEIGHTS = "{name} is still loading its weights: the graph is view-only until it has opened."
+
+
+def structure_document(preview):
+    """The read-only ``Document`` of a ``.pt2``'s structure (``load_model(on_structure=...)``), shown
+    while the weights load; every edit is refused with ``LOADING_WEIGHTS``."""
+    from fxstudio.core.document import Document
+
+    doc = Document(preview)
+    doc.read_only = LOADING_WEIGHTS.format(name=preview.display_name)
+    return doc
 
 
 class OpenFlow(QObject):
@@ -144,6 +164,8 @@ class OpenFlow(QObject):
         self._detached: list[BackgroundTask] = []  # cancelled loads whose threads may still run
         self.last_refusals: list[tuple[int, str]] = []  # of the last finished open (recovery checks it)
         self.options_dialog = None  # the last "Open with options" dialog (tests drive it)
+        self.capture_chooser = None  # the last chooser of a capture's graphs (tests drive it)
+        self._before_structure = None  # (document, spec, options) shown before a .pt2's structure
 
     @property
     def busy(self) -> bool:
@@ -171,6 +193,8 @@ class OpenFlow(QObject):
             return False
         if ask_unsaved and not self.window.confirm_discard("opening another model"):
             return False
+        if path.suffix.lower() == ".fxcap" and "::" not in spec and not sync:
+            return self._choose_graph(spec, path, origin, options, edits)
         if path.suffix == ".py" and path.exists() and not is_example(path):
             prefs = self.window.prefs
             if origin == "argument":
@@ -190,6 +214,26 @@ class OpenFlow(QObject):
             self._finish(spec, options, doc, refusals, origin)
             return True
         self._start(spec, path, options, edits, origin)
+        return True
+
+    def _choose_graph(self, spec: str, path: Path, origin: str, options: dict, edits) -> bool:
+        """A whole capture: list its graphs (with their break reasons); the one chosen opens as ``spec::k``."""
+        from fxstudio.core.capture import read_capture
+        from fxstudio.qt.capture_dialog import CaptureChooser
+
+        try:
+            capture = read_capture(path)
+        except FxStudioError as exc:
+            self.report_failure(path, exc)
+            return False
+
+        def chosen(index: int) -> None:
+            self.open(f"{spec}::{index}", origin=origin, options=options, edits=edits, ask_unsaved=False)
+
+        dialog = CaptureChooser(self.window, capture, chosen)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.capture_chooser = dialog
+        dialog.open()
         return True
 
     def _start(self, spec: str, path: Path, options: dict, edits, origin: str) -> None:
@@ -216,6 +260,7 @@ class OpenFlow(QObject):
         progress.canceled.connect(task.cancel)
         self.progress = progress
         task.progress.connect(progress.setLabelText)
+        task.partial.connect(lambda doc: self._structure(spec, options, doc, task))
         task.succeeded.connect(lambda result: self._done(spec, options, result, origin))
         task.failed.connect(lambda exc, tb: self._failed(spec, path, options, edits, origin, exc, tb))
         task.cancelled_signal.connect(lambda: self._cancelled(path))
@@ -243,14 +288,32 @@ class OpenFlow(QObject):
         self.window.statusBar().showMessage(f"Opening {path.name} cancelled.", 5000)
         self.failed.emit("cancelled")
 
+    def _structure(self, spec: str, options: dict, doc, task) -> None:
+        """A ``.pt2``'s graph arrived before its weights: show it view-only, the load goes on."""
+        if task is not self.task or task.cancelled:
+            return
+        if self.progress is not None:
+            self.progress.hide()  # the graph is the progress now; the status bar says what is left
+            self.progress.setMinimumDuration(1 << 30)
+        # what was open before comes back if the user declines the trust this archive turns out to need
+        self._before_structure = (self.window.document, self.window.spec, self.window.options)
+        self.window.set_document(doc, spec, options)
+        self.window.statusBar().showMessage(f"Loading the weights of {doc.loaded.display_name}… (view only until then)")
+        QTimer.singleShot(0, lambda: mark("structure_drawn"))
+
     def _done(self, spec: str, options: dict, result, origin: str) -> None:
         self._end_task()
+        self._before_structure = None
         doc, refusals = result
         self._finish(spec, options, doc, refusals, origin)
 
     def _finish(self, spec: str, options: dict, doc, refusals, origin: str) -> None:
         self.last_refusals = list(refusals)
+        replaced = self.window.document is not None
         self.window.set_document(doc, spec, options)
+        if replaced:  # the old document's weights: freed once the new graph is on screen (issue #15)
+            QTimer.singleShot(RELEASE_DELAY_MS, release_memory)
+        QTimer.singleShot(0, lambda: mark("graph_drawn"))
         for index, message in refusals:
             self.window.problems.add_refusal(f"Edit {index + 1} of the {origin} script was refused: {message}")
         if refusals:
@@ -285,8 +348,17 @@ class OpenFlow(QObject):
 
     def _failed(self, spec, path, options, edits, origin, exc, tb_text: str) -> None:
         self._end_task()
+        shown = self.window.document
+        preview = shown is not None and shown.read_only == LOADING_WEIGHTS.format(name=shown.loaded.display_name)
+        if preview:
+            # the structure stays on screen, saying why it stays view-only
+            shown.read_only = f"{path.name} could not be opened (see Problems): its graph is shown view-only."
         if self._retry_with_trust(spec, path, options, edits, exc, origin, sync=False):
             return
+        before, self._before_structure = self._before_structure, None
+        if preview and getattr(exc, "needs_trust", False) and before is not None:
+            # trust declined: nothing of the archive stays, not even the graph drawn from its JSON
+            self.window.set_document(*before)
         self.report_failure(path, exc, tb_text, spec=spec, options=options)
 
     def report_failure(self, path: Path, exc: BaseException, tb_text: str = "", *, spec: str | None = None,

@@ -79,6 +79,15 @@ class Preferences:
         """Remember View ▸ Minimap."""
         self.settings.setValue("view/minimap", bool(shown))
 
+    def fold_weights(self) -> bool:
+        """Whether weights used by one op are drawn as rows of its card (View ▸ Fold Weights into
+        Cards); True on a first run."""
+        return _bool(self.settings.value("view/fold_weights", True))
+
+    def set_fold_weights(self, on: bool) -> None:
+        """Remember View ▸ Fold Weights into Cards."""
+        self.settings.setValue("view/fold_weights", bool(on))
+
     def canvas_hint_dismissed(self) -> bool:
         """Whether the user closed the canvas's first-run hint."""
         return _bool(self.settings.value("hints/canvas_dismissed", False))

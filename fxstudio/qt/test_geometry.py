@@ -99,8 +99,9 @@ class GeometryReporter(QObject):
             "title": w.windowTitle(),
             "window": _rect(w),
             "active": w.isActiveWindow(),
-            "model": w.spec,
+            "model": w.spec or (doc.loaded.display_name if doc is not None else None),  # in memory: <memory>::Net
             "edits": doc.history_index if doc is not None else None,
+            "read_only": bool(doc.read_only) if doc is not None else None,  # a .pt2's structure while it loads
             "history": list(doc.history[: doc.history_index]) if doc is not None else [],
             "status_edits": w.status_edits.text(),
             "status_message": w.statusBar().currentMessage(),

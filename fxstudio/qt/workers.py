@@ -53,6 +53,11 @@ class TaskContext:
         if self._task.cancelled:
             raise TaskCancelled()
 
+    def partial(self, result: Any) -> None:
+        """Hand an early result to the GUI thread (``BackgroundTask.partial``), the final one still to come."""
+        if not self._task.cancelled:
+            self._task.partial.emit(result)
+
     def progress(self, text: str, fraction: float | None = None) -> None:
         """Show ``text`` as the current step, and ``fraction`` (0..1) done if known (thread-safe)."""
         if not self._task.cancelled:
@@ -69,6 +74,7 @@ class BackgroundTask(QObject):
     """
 
     succeeded = Signal(object)
+    partial = Signal(object)  # an early result (``TaskContext.partial``), before succeeded or failed
     failed = Signal(object, str)
     progress = Signal(str)
     fraction = Signal(int)  # percent done, when the work knows it

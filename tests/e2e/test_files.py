@@ -67,6 +67,8 @@ def test_open_a_pt2_and_edit_it(launch, tmp_path):
             f"torch.export.save(torch.export.export(Clamp(), example_inputs()), {str(pt2)!r})\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, capture_output=True)
     app = launch(pt2)
+    app.wait_for(lambda g: g.get("read_only") is False, what="the editable document (after the view-only structure)",
+                 timeout=60)
     g = app.wait_still()
     clamp = next(name for name in g["cards"] if name.startswith("clamp"))
     g = set_field(app, clamp, "field:2", "1.0")  # aten clamp(x, min, max): the max, by position

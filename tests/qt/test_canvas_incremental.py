@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from fxstudio.testing import synthetic
@@ -13,11 +14,12 @@ from fxstudio.qt.selection import SelectionModel
 from tests.qt.canvas_support import settle
 
 
-def _canvas(qtbot, n_nodes: int = 2_000):
+def _canvas(qtbot, n_nodes: int = 2_000, fold_weights: bool = True):
     gm = synthetic.as_graph_module(synthetic.make_graph("skip_chain", n_nodes))
     doc = Document(LoadedModel(path=None, kind="py", module=gm, graph_module=gm,
                                example_inputs=(torch.zeros(synthetic.BATCH, synthetic.D),)))
     canvas = GraphCanvas(SelectionModel())
+    canvas.fold_weights = fold_weights   # the generated graph's parameters are get_attr nodes
     qtbot.addWidget(canvas)
     canvas.resize(900, 700)
     canvas.show()
@@ -45,12 +47,15 @@ def _rewire(doc: Document, which: int) -> None:
                     "value": f"%{node.args[0].all_input_nodes[0].name}"})
 
 
-def test_a_rewire_touches_few_items_and_matches_a_fresh_build(qtbot):
-    canvas, doc = _canvas(qtbot)
+@pytest.mark.parametrize("fold_weights", [False, True], ids=["weight-cards", "weights-folded"])
+def test_a_rewire_touches_few_items_and_matches_a_fresh_build(qtbot, fold_weights):
+    canvas, doc = _canvas(qtbot, fold_weights=fold_weights)
     scene = canvas.canvas_scene
     assert scene.last_update["incremental"] is False
     n_cards, n_edges = len(scene.cards), len(scene.edges)
-    assert n_cards > 1500
+    # Folded, the ~900 parameters are rows of their linear's card instead of cards of their own.
+    assert n_cards > (1000 if fold_weights else 1500)
+    assert any(c.info.rows for c in scene.cards.values()) == fold_weights
     before_items = {name: id(c) for name, c in scene.cards.items()}
 
     _rewire(doc, len([n for n in doc.edited.graph.nodes if n.name.startswith("add")]) // 2)

@@ -111,14 +111,23 @@ def test_pickle_asks_for_trust_naming_the_file(qtbot, make_window, tmp_path, mon
         return QMessageBox.StandardButton.Yes
 
     monkeypatch.setattr(QMessageBox, "warning", trust)
-    # Trusted, the file still gives no example inputs: the inputs dialog asks for their shapes.
+    # Trusted, the file still gives no example inputs: it opens at once with its shapes unknown (issue #15
+    # defect 5: no dialog blocks the open), and the status bar offers to give them.
     from PySide6.QtWidgets import QInputDialog
     shapes_asked = []
     monkeypatch.setattr(QInputDialog, "getText", lambda parent, title, label, *a: (shapes_asked.append(label), ("2,4", True))[1])
     win.open_path(path, origin="dialog")
     qtbot.waitUntil(lambda: win.document is not None, timeout=LOAD_TIMEOUT_MS)
-    assert shapes_asked and "--input-shape" in shapes_asked[0]
+    assert not shapes_asked and win.document.loaded.example_inputs == ()
+    assert any(n.startswith("shapes unknown") for n in win.document.loaded.notes)
+    offer = win.input_offer.button
+    assert offer.isVisible()
+    unknown = win.document
+    qtbot.mouseClick(offer, Qt.MouseButton.LeftButton)  # Give input shapes…: asks, then reopens with them
+    qtbot.waitUntil(lambda: win.document is not unknown and win.document is not None, timeout=LOAD_TIMEOUT_MS)
+    assert shapes_asked and "no example inputs" in shapes_asked[0]
     assert win.options.get("trust") is True and win.options.get("input_shapes") == [(2, 4)]
+    assert not offer.isVisible()
     assert tuple(win.document.loaded.example_inputs[0].shape) == (2, 4)
     assert any("full unpickle" in n for n in win.document.loaded.notes)
 

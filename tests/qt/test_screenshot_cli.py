@@ -29,6 +29,8 @@ def test_headless_start_says_what_to_do_and_exits_2(tmp_path):
     assert "Traceback" not in proc.stderr
     assert is_headless({}, "linux") and not is_headless({"DISPLAY": ":0"}, "linux")
     assert not is_headless({"QT_QPA_PLATFORM": "offscreen"}, "linux") and not is_headless({}, "darwin")
+    # xcb needs an X server: naming the platform is not a display (Qt would abort the process)
+    assert is_headless({"QT_QPA_PLATFORM": "xcb"}, "linux")
 
 
 def test_screenshot_with_replayed_edits_and_selection(tmp_path):

@@ -53,8 +53,10 @@ def user_copy(tmp_path: Path, example: str) -> Path:
 
 
 def open_and_wait(qtbot, win, spec, origin: str = "argument", **kwargs):
-    """Open ``spec`` through the window's open flow and wait for its document."""
+    """Open ``spec`` through the window's open flow and wait for its (editable) document: a ``.pt2``
+    shows a view-only structure first (``open_flow.structure_document``), while the load goes on."""
     before = win.document
     assert win.open_path(spec, origin=origin, **kwargs)
-    qtbot.waitUntil(lambda: win.document is not None and win.document is not before, timeout=LOAD_TIMEOUT_MS)
+    qtbot.waitUntil(lambda: win.document is not None and win.document is not before and not win.open_flow.busy,
+                    timeout=LOAD_TIMEOUT_MS)
     return win.document

@@ -40,14 +40,15 @@ class ModuleSide:
     attrs: dict[str, torch.Tensor]
     by_id: dict[int, torch.fx.Node]
     by_name: dict[str, torch.fx.Node]
+    code: Any = None  # fx_compat.compiled_code installed with this side (new: compiled for its graph)
 
     @classmethod
-    def of(cls, gm: torch.fx.GraphModule, by_id: dict | None = None) -> "ModuleSide":
+    def of(cls, gm: torch.fx.GraphModule, by_id: dict | None = None, code: Any = None) -> "ModuleSide":
         """The side ``gm`` holds now (``by_id`` default: from the nodes' ids)."""
         nodes = list(gm.graph.nodes)
         return cls(gm.graph, {t: dict(gm.__dict__[t]) for t in _TABLES}, root_tensor_attrs(gm),
                    dict(by_id) if by_id is not None else {n.meta[ID_KEY]: n for n in nodes},
-                   {n.name: n for n in nodes})
+                   {n.name: n for n in nodes}, code)
 
 
 @dataclass
@@ -72,6 +73,10 @@ class SwapModule(Primitive):
         gm.__dict__.update(side.attrs)
         gm.__dict__["_graph"] = side.graph
         side.graph.owning_module = gm
+        if side.code is not None:  # the code it had (stale or not), or the code compiled for it
+            fx_compat.install_code(gm, side.code)
+        elif self.new.code is not None:  # no code to go back to: compile (a rollback needs code matching)
+            gm.recompile()
         state.graph = side.graph
         state.by_id = dict(side.by_id)
         state.by_name = dict(side.by_name)
@@ -84,6 +89,17 @@ class SwapModule(Primitive):
         for node_id in self.changed:
             changes.compute(node_id)
         changes.change(*self.touched)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether ``apply`` installs code compiled for the new graph: the edited module is then
+        not stale after a command that ends with this swap (``Document``)."""
+        return self.new.code is not None
+
+    def settle(self) -> None:
+        """The command is committed: drop the compiled code kept for a rollback (megabytes on a
+        large graph); undo and redo then leave the module stale, to be recompiled on use."""
+        self.old.code = self.new.code = None
 
     def apply(self, state: EditState, changes: Changes) -> None:
         self._install(state, self.new)
@@ -110,11 +126,68 @@ def _module_signature(m: Any) -> Any:
     return (type(m), config, tuple((k, id(t)) for k, t in m.state_dict(keep_vars=True).items()))
 
 
-def _same_attr(old_gm: torch.nn.Module, new_gm: torch.nn.Module, node_old: torch.fx.Node,
-               node_new: torch.fx.Node) -> bool:
+class _Paths:
+    """``fetch_path(root, path)`` with every prefix walked once (10k ``get_attr`` nodes share a few
+    thousand submodules)."""
+
+    def __init__(self, root: torch.nn.Module):
+        self.root = root
+        self.found: dict[str, Any] = {}
+
+    def get(self, path: str) -> Any:
+        """``root.<path>``, or None where a step is missing."""
+        try:
+            return self.found[path]
+        except KeyError:
+            pass
+        parent, _, last = path.rpartition(".")
+        base = self.get(parent) if parent else self.root
+        obj = self.found[path] = getattr(base, last, None) if base is not None else None
+        return obj
+
+
+def _plain_lookup(m: Any) -> bool:
+    """Whether ``getattr(m, name)`` finds a parameter, buffer or child in ``nn.Module``'s tables."""
+    cls = type(m)
+    return (isinstance(m, torch.nn.Module) and cls.__getattr__ is torch.nn.Module.__getattr__
+            and cls.__getattribute__ is object.__getattribute__)
+
+
+def _same_tensor_paths(old_root: torch.nn.Module, new_root: torch.nn.Module) -> set[str]:
+    """Dotted paths of the parameters and buffers that are the very same tensor in both trees,
+    found by walking the two trees' tables side by side (a few microseconds a module, where
+    resolving each ``get_attr`` target on both sides costs more). Only entries ``getattr`` resolves
+    to (not shadowed by an instance or class attribute) count; any other path is left to
+    ``_same_attr``."""
+    same: set[str] = set()
+    stack = [("", old_root, new_root)]
+    while stack:
+        prefix, a, b = stack.pop()
+        if not (_plain_lookup(a) and _plain_lookup(b)):
+            continue
+        da, db = a.__dict__, b.__dict__
+        ca, cb = type(a), type(b)
+        for table in ("_parameters", "_buffers"):
+            ta = da.get(table) or {}
+            for k, v in (db.get(table) or {}).items():
+                if v is not None and ta.get(k) is v and k not in da and k not in db \
+                        and not hasattr(ca, k) and not hasattr(cb, k):
+                    same.add(prefix + k)
+        ma = da.get("_modules") or {}
+        for k, child in (db.get("_modules") or {}).items():
+            twin = ma.get(k)
+            if twin is not None and child is not None and k not in da and k not in db:
+                stack.append((f"{prefix}{k}.", twin, child))
+    return same
+
+
+def _same_attr(old_paths: _Paths, new_paths: _Paths, node_old: torch.fx.Node, node_new: torch.fx.Node,
+               same_tensors: set[str] = frozenset()) -> bool:
     if node_new.op not in ("call_module", "get_attr"):
         return True
-    a, b = fetch_path(old_gm, str(node_old.target)), fetch_path(new_gm, str(node_new.target))
+    if node_new.op == "get_attr" and node_old.target == node_new.target and node_new.target in same_tensors:
+        return True
+    a, b = old_paths.get(str(node_old.target)), new_paths.get(str(node_new.target))
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return a is b
     return _module_signature(a) == _module_signature(b)
@@ -140,12 +213,17 @@ def swap_for(tx: Transaction, result: torch.fx.GraphModule, label: str) -> SwapM
         raise EditRefused(f"The pass {label} returned the edited graph itself; nothing was changed.")
     matched = match_nodes(old_nodes, new_nodes)
     ids: dict[torch.fx.Node, int] = {}
+    metas: set[int] = set()
     for node in new_nodes:
+        meta = node.meta
+        if id(meta) in metas:  # a pass may give two nodes one dict; each needs its own id
+            meta = node.meta = dict(meta)
+        metas.add(id(meta))
         twin = matched.get(node)
-        if twin is not None:
-            meta = dict(twin.meta)  # what fxstudio knows of the node (shapes, module path), then the pass's
-            meta.update(node.meta)
-            node.meta = meta
+        if twin is not None:  # what fxstudio knows of the node (shapes, module path), under the pass's
+            for key, value in twin.meta.items():
+                if key not in meta:
+                    meta[key] = value
             ids[node] = twin.meta[ID_KEY]
         else:
             ids[node] = state.new_id()
@@ -156,12 +234,13 @@ def swap_for(tx: Transaction, result: torch.fx.GraphModule, label: str) -> SwapM
     removed = tuple(old_key(n) for n in old_nodes if old_key(n) not in kept)
     added = tuple(ids[n] for n in new_nodes if n not in matched)
     changed, touched, renamed = [], set(), []
+    old_paths, new_paths, same_tensors = _Paths(gm), _Paths(result), _same_tensor_paths(gm, result)
     for node in new_nodes:
         twin = matched.get(node)
         if twin is None:
             touched.update(ids[i] for i in node.all_input_nodes)
             continue
-        if not (same_call(twin, node, old_key, new_key) and _same_attr(gm, result, twin, node)):
+        if not (same_call(twin, node, old_key, new_key) and _same_attr(old_paths, new_paths, twin, node, same_tensors)):
             changed.append(ids[node])
         if twin.name != node.name:
             touched.add(ids[node])
@@ -175,8 +254,9 @@ def swap_for(tx: Transaction, result: torch.fx.GraphModule, label: str) -> SwapM
         old_code = state.graph.python_code(root_module="self").src
         if old_code == result.code and _tree_signature(gm) == _tree_signature(result):
             raise EditRefused(f"The pass {label} changed nothing.")
-    swap = SwapModule(ModuleSide.of(gm, state.by_id), ModuleSide.of(result, {ids[n]: n for n in new_nodes}),
-                      added, removed, tuple(changed), tuple(sorted(touched)), tuple(renamed))
+    old_side = ModuleSide.of(gm, state.by_id, fx_compat.compiled_code(gm))
+    new_side = ModuleSide.of(result, {ids[n]: n for n in new_nodes}, fx_compat.compiled_code(result))
+    swap = SwapModule(old_side, new_side, added, removed, tuple(changed), tuple(sorted(touched)), tuple(renamed))
     return swap
 
 

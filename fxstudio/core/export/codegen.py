@@ -29,6 +29,7 @@ from fxstudio.core.code_names import check_attribute_path, check_identifier, is_
 from fxstudio.core.errors import ExportError
 from fxstudio.core.export.modules import ImportNamer, constructor_expression, literal
 from fxstudio.core.export.names import names_block
+from fxstudio.core.export.outputs import build_outputs, check_inputs, header_lines, import_lines
 
 # Names the generated file defines itself; globals of the forward code must not take them.
 FIXED_NAMES = {"torch", "nn", "Path", "get_model", "example_inputs", "WEIGHTS_FILE", "_attach", "_tie",
@@ -108,11 +109,13 @@ class GeneratedFile:
     requirements: list[str] = field(default_factory=list)
 
 
-def plain_graph(gm: torch.fx.GraphModule) -> torch.fx.Graph:
-    """A copy of ``gm.graph`` with plain positional inputs and a literal output structure.
+def plain_graph(gm: torch.fx.GraphModule, classes: dict | None = None) -> torch.fx.Graph:
+    """A copy of ``gm.graph`` with plain positional inputs and a literal output structure
+    (``outputs``; ``classes`` collects the dict-like output classes it calls).
 
     Drops the input-guard call of ``ExportedProgram.module()`` and undoes its pytree codegen.
     """
+    classes = {} if classes is None else classes
     graph = torch.fx.Graph()
     output = graph.graph_copy(gm.graph, {})
     for node in list(graph.nodes):
@@ -123,33 +126,14 @@ def plain_graph(gm: torch.fx.GraphModule) -> torch.fx.Graph:
     if info is not None:
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
         if info.in_spec is not None:
-            try:
-                structure = fx_compat.tree_unflatten(list(range(len(placeholders))), info.in_spec)
-            except Exception:  # noqa: BLE001 - any mismatch means a structure we do not rebuild
-                structure = None
-            if structure != (tuple(range(len(placeholders))), {}):
-                raise ExportError(
-                    "cannot export this graph: its forward takes nested or keyword inputs "
-                    f"({info.in_spec}); only positional inputs are written as a plain forward."
-                )
+            check_inputs(info.in_spec, len(placeholders))
         if info.out_spec is not None:
             flat = list(output) if isinstance(output, (tuple, list)) else [output]
-            output = _build_namedtuples(graph, fx_compat.tree_unflatten(flat, info.out_spec))
+            output = build_outputs(graph, flat, info.out_spec, classes)
             _check_output_structure(output)
     graph.output(output)
     graph.lint()
     return graph
-
-
-def _build_namedtuples(graph: torch.fx.Graph, value: Any) -> Any:
-    """The output structure with each namedtuple made by a call node, as ``symbolic_trace`` does."""
-    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        return graph.call_function(type(value), tuple(_build_namedtuples(graph, v) for v in value))
-    if type(value) in (tuple, list):
-        return type(value)(_build_namedtuples(graph, v) for v in value)
-    if type(value) is dict:
-        return {k: _build_namedtuples(graph, v) for k, v in value.items()}
-    return value
 
 
 def _check_output_structure(value: Any) -> None:
@@ -273,6 +257,30 @@ def _input_expr(value: Any) -> str:
         raise ExportError(f"cannot write an example input of type {type(value).__name__}") from None
 
 
+EXAMPLE_INPUTS_KEY = "#example_inputs"
+"""The weights file's entry holding the example inputs (not a state-dict path: no weight can have it)."""
+
+
+def stored_inputs(inputs: tuple) -> tuple | None:
+    """Detached copies of ``inputs`` to store in the weights file; None when a value is not a tensor,
+    a plain value or a tuple/list/dict of those (``torch.load(weights_only=True)`` reads no other)."""
+    def copy(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return value.detach().cpu().clone()
+        if type(value) in (tuple, list):
+            return type(value)(copy(v) for v in value)
+        if type(value) is dict and all(isinstance(k, (str, int)) for k in value):
+            return {k: copy(v) for k, v in value.items()}
+        if value is None or type(value) in (bool, int, float, str):
+            return value
+        raise TypeError(type(value).__name__)
+
+    try:
+        return tuple(copy(v) for v in inputs)
+    except TypeError:
+        return None
+
+
 def generate_file(
     gm: torch.fx.GraphModule,
     *,
@@ -286,20 +294,30 @@ def generate_file(
     original: OriginalEntry | None = None,
 ) -> GeneratedFile:
     """Generate the exported file for ``gm`` (see the module docstring)."""
-    graph = plain_graph(gm)
+    classes: dict = {}
+    graph = plain_graph(gm, classes)
     check_graph_names(graph)  # before torch.fx writes any of them into code
     code = graph.python_code(root_module="self")
     forward = _clean_forward(code.src)
 
     renames = {n: f"{n}_fn" for n in code.globals if n in FIXED_NAMES - {"torch"} and n in _names_in(forward)}
+    namer = ImportNamer(set(FIXED_NAMES) | set(code.globals) | set(renames.values()), user_module, user_import)
+    output_names: dict = {}  # name in the file -> OutputClass, for the guarded imports
+    local_names = _names_in(forward)
+    for name, obj in code.globals.items():
+        if obj in classes and name in local_names:
+            base = obj.__name__
+            while base in local_names:
+                base += "_"
+            renames[name] = namer.claim(base)
+            output_names[renames[name]] = classes[obj]
     forward = _tidy_keywords(_rename_tokens(forward, renames)).rstrip()
     used = _names_in(forward)
-    namer = ImportNamer(set(FIXED_NAMES) | set(code.globals) | set(renames.values()), user_module, user_import)
     module_level: list[str] = []
     wrapped: list[str] = []
     for name, obj in code.globals.items():
         name = renames.get(name, name)
-        if name not in used or obj is torch.fx.wrap:
+        if name not in used or obj is torch.fx.wrap or name in output_names:
             continue
         if name == "torch":
             continue
@@ -320,7 +338,14 @@ def generate_file(
             wrapped.append(name)
 
     class_name = namer.claim(class_name)
-    init_lines, weights, needs_attach, tied = _init_body(gm, graph, namer, original)
+    from fxstudio.core.export.subgraphs import SubgraphWriter, check_higher_order_ops  # they build on this module
+
+    check_higher_order_ops(graph)
+    nested = SubgraphWriter(namer, class_name)
+    init_lines, weights, needs_attach, tied = _init_body(gm, graph, namer, original, nested)
+    needs_attach = needs_attach or nested.needs_attach
+    module_level += [line for line in nested.module_level if line not in module_level]
+    wrapped += [name for name in nested.wrapped if name not in wrapped]
     called = {n.target for n in graph.nodes if n.op == "call_module"}
     train_lines = [
         f"    model.get_submodule({quoted(path)}).train({m.training})"
@@ -343,6 +368,7 @@ def generate_file(
         if mod != user_import:
             requirements.append(f"the module `{mod}` importable")
 
+    header = list(header) + header_lines(output_names)
     out: list[str] = [f"# {comment_text(line)}" if line else "#" for line in header]
     if requirements:
         out.append("#")
@@ -372,6 +398,8 @@ def generate_file(
                 f'        "this file uses code from {user_import}.py, the model file it was exported from: put the "',
                 '        "folder of that file on sys.path (or PYTHONPATH)", name=exc.name',
                 "    ) from exc"]
+    for name, item in output_names.items():
+        out += ["", *import_lines(name, item)]
     out.extend(module_level)
     if wrapped:
         out += ["", "# Keep these calls as single nodes when this file is traced with torch.fx (as in the graph it came from).",
@@ -380,6 +408,8 @@ def generate_file(
             '"""Parameters, buffers and tensor constants, in the file beside this one."""']
     for helper in ([ATTACH_HELPER] if needs_attach else []) + ([TIE_HELPER] if tied else []):
         out += ["", "", helper.strip("\n")]
+    for lines in nested.classes:
+        out += ["", "", *lines]
     out += ["", "", f"class {class_name}(nn.Module):",
             '    """The graph as a module; its weights come from WEIGHTS_FILE (see get_model)."""',
             "",
@@ -396,10 +426,20 @@ def generate_file(
     if tied:
         out.append("    # One tensor under several names in the source model: tie them again.")
         out.extend(f"    _tie(model, {quoted(name)}, {quoted(same_as)})" for name, same_as in tied)
+    stored = stored_inputs(example_inputs)
+    if stored is not None:
+        weights[EXAMPLE_INPUTS_KEY] = stored
+        out.insert(out.index("    model.load_state_dict(state, assign=True)"),
+                   f"    state.pop({quoted(EXAMPLE_INPUTS_KEY)}, None)  # the example inputs, not a weight")
     out += [f"    model.train({gm.training})", *train_lines, "    return model",
-            "", "", "def example_inputs() -> tuple:",
-            '    """Random inputs with the shapes and dtypes of the example inputs the graph was traced with."""',
-            f"    return {_input_expr(tuple(example_inputs))}"]
+            "", "", "def example_inputs() -> tuple:"]
+    if stored is not None:
+        out += ['    """The example inputs the model was opened with (stored in WEIGHTS_FILE)."""',
+                "    state = torch.load(Path(__file__).with_name(WEIGHTS_FILE), map_location=\"cpu\", weights_only=True, mmap=True)",
+                f"    return tuple(state[{quoted(EXAMPLE_INPUTS_KEY)}])"]
+    else:
+        out += ['    """Random inputs with the shapes and dtypes of the example inputs the graph was traced with."""',
+                f"    return {_input_expr(tuple(example_inputs))}"]
     if record_names:
         out += ["", "", *names_block(gm.graph)]
     source = "\n".join(out) + "\n"
@@ -476,12 +516,14 @@ def _tie(model: nn.Module, name: str, same_as: str) -> None:
 
 
 def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNamer,
-               original: OriginalEntry | None = None):
+               original: OriginalEntry | None = None, subgraphs: Any = None):
     """Lines of ``__init__`` after ``super().__init__()``, the weights, whether ``_attach`` is used,
-    and the tied weights as (name, same_as) pairs."""
+    and the tied weights as (name, same_as) pairs. Nested graphs (of higher-order ops) read by
+    ``get_attr`` become classes of ``subgraphs`` (a ``subgraphs.SubgraphWriter``)."""
     lines: list[str] = []
     weights: dict[str, torch.Tensor] = {}
     copies = _TensorCopies()
+    nested_tied: list[tuple[str, str]] = []
     module_paths: set[str] = set()
     for node in graph.nodes:
         if node.op != "call_module" or node.target in module_paths:
@@ -513,6 +555,12 @@ def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNam
         if owner is not None and f"{target}" in weights:
             continue
         value = _get_attr(gm, target)
+        if isinstance(value, torch.fx.GraphModule) and subgraphs is not None:
+            sub_class, sub_weights, sub_tied = subgraphs.class_for(value, target)
+            lines.append(_assign(target, f"{sub_class}()"))
+            weights.update(sub_weights)
+            nested_tied.extend(sub_tied)
+            continue
         if not isinstance(value, torch.Tensor):
             raise ExportError(
                 f"cannot export attribute '{target}' read by node {node.name}: it is a {type(value).__name__}, "
@@ -532,4 +580,4 @@ def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNam
                 lines.append(_assign(target, _tensor_decl(value)))
         weights[target] = copies.of(value)
     needs_attach = any(line.startswith("_attach(") for line in lines)
-    return lines, weights, needs_attach, copies.tied(weights)
+    return lines, weights, needs_attach, copies.tied(weights) + nested_tied

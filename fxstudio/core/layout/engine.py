@@ -19,7 +19,8 @@ import numpy as np
 import torch.fx
 
 from fxstudio.core.layout.graph_model import GraphArrays, extract_graph, to_networkx  # noqa: F401 (re-exported)
-from fxstudio.core.layout.coords import assign_x, band_tops
+from fxstudio.core.layout.coords import RowPacking, assign_x, band_tops
+from fxstudio.core.layout.frames import frame_layers, frame_order, frame_tree, item_frames, separate_frames
 from fxstudio.core.layout.crossings import best_of_starts, reduce_crossings, sweep_layers
 from fxstudio.core.layout.groups import (build_groups, class_names, collapse_owner, frame_gaps, frame_members,
                                          frame_structure, group_plan)
@@ -29,6 +30,8 @@ from fxstudio.core.layout.routes import route_edges
 from fxstudio.core.layout.types import Layout, NodeBox
 
 CARD_H = 56.0
+WEIGHT_ROW_H = 15.0   # one folded weight's row below a card's body (``folding.py``)
+WEIGHT_ROWS_PAD = 6.0  # space under the last row
 MIN_W, MAX_W = 140.0, 320.0
 CHAR_W = 7.0
 NODE_GAP = 36.0
@@ -44,6 +47,11 @@ def card_width(label_len: int) -> float:
     return min(max(CHAR_W * label_len + 32, MIN_W), MAX_W)
 
 
+def card_height(rows: int) -> float:
+    """The height of a card showing ``rows`` folded weights."""
+    return CARD_H + (rows * WEIGHT_ROW_H + WEIGHT_ROWS_PAD if rows else 0.0)
+
+
 def _size_of(sizes: Sizes, name: str, fallback: tuple[float, float]) -> tuple[float, float]:
     if sizes is None:
         return fallback
@@ -57,8 +65,10 @@ def _size_of(sizes: Sizes, name: str, fallback: tuple[float, float]) -> tuple[fl
 class _Units:
     """What the layout places: real nodes outside collapsed groups, and one card per collapsed group."""
 
-    def __init__(self, ga: GraphArrays, collapsed):
+    def __init__(self, ga: GraphArrays, collapsed, merged: Mapping[str, str] | None = None):
         owners = collapse_owner(ga.module_paths, frozenset(collapsed))
+        if merged:
+            owners = [merged.get(o, o) if o is not None else None for o in owners]
         self.members: dict[str, int] = {}
         group_unit: dict[str, int] = {}
         if not any(o is not None for o in owners):
@@ -66,14 +76,17 @@ class _Units:
             self.is_group = [False] * ga.n
             self.weight_like = ga.weight_like.tolist()
             self.label_len = ga.label_len
+            self.rows = ga.rows if ga.rows is not None else np.zeros(ga.n, dtype=np.int64)
             unit_of = np.arange(ga.n, dtype=np.int64)
         else:
             self.names, self.paths, self.targets, self.ops = [], [], [], []
             self.is_group, self.weight_like = [], []
             lens: list[int] = []
+            rows: list[int] = []
             unit_of = np.empty(ga.n, dtype=np.int64)
             wl = ga.weight_like.tolist()
             ll = ga.label_len.tolist()
+            rl = ga.rows.tolist() if ga.rows is not None else [0] * ga.n
             for i, owner in enumerate(owners):
                 if owner is None:
                     unit_of[i] = len(self.names)
@@ -84,6 +97,7 @@ class _Units:
                     self.targets.append(ga.targets[i])
                     self.ops.append(ga.ops[i])
                     lens.append(ll[i])
+                    rows.append(rl[i])
                     continue
                 u = group_unit.get(owner)
                 if u is None:
@@ -95,9 +109,11 @@ class _Units:
                     self.targets.append("")
                     self.ops.append("group")
                     lens.append(0)
+                    rows.append(0)
                 self.members[owner] = self.members.get(owner, 0) + 1
                 unit_of[i] = u
             self.label_len = np.asarray(lens, dtype=np.int64)
+            self.rows = np.asarray(rows, dtype=np.int64)
         self.group_unit = group_unit
         self.n = len(self.names)
         if group_unit:
@@ -160,6 +176,7 @@ class _Units:
             values = getattr(self, attr)
             setattr(self, attr, [values[i] for i in pl])
         self.label_len = self.label_len[perm]
+        self.rows = self.rows[perm]
         self.group_unit = {p: int(new_id[u]) for p, u in self.group_unit.items()}
         return new_id[unit_of]
 
@@ -179,7 +196,7 @@ class _Stamps:
 
 def compute_layout(
     graph: torch.fx.Graph, *, collapsed=frozenset(), previous: Layout | None = None, sizes: Sizes = None,
-    sweeps: int = 8, changed=None,
+    sweeps: int = 8, changed=None, fold_weights: bool = False, merged: Mapping[str, str] | None = None,
 ) -> Layout:
     """Lay out ``graph`` top to bottom; the result is keyed by node name (and collapsed group path).
 
@@ -192,6 +209,10 @@ def compute_layout(
     everything else being as ``previous`` laid it out; when the edit only rewired inputs along the
     existing layering, every card stays put and only those nodes' input edges are routed anew
     (``layout_reroute``), else this is an ordinary incremental layout.
+    ``fold_weights``: weights used by one op are rows of that op's card, taller by ``WEIGHT_ROW_H``
+    each, and export plumbing is left out (``folding.py``): those nodes get no box and no route.
+    ``merged``: collapsed paths drawn on another collapsed path's card (path → that path): folded
+    repeated blocks (``repeats.py``), one card for the whole run.
     """
     # The layout allocates hundreds of thousands of short-lived objects and frees them without
     # cycles; the cyclic collector would rescan the whole open model each time (10-25% of the run).
@@ -199,35 +220,45 @@ def compute_layout(
     gc.disable()
     try:
         if previous is not None and changed is not None and sizes is None:
-            rerouted = reroute(graph, previous, changed, frozenset(collapsed), time.perf_counter(), card_width)
+            rerouted = reroute(graph, previous, changed, frozenset(collapsed), time.perf_counter(), card_width,
+                               fold_weights)
             if rerouted is not None:
                 return rerouted
-        return _compute_layout(graph, collapsed=collapsed, previous=previous, sizes=sizes, sweeps=sweeps)
+        return _compute_layout(graph, collapsed=collapsed, previous=previous, sizes=sizes, sweeps=sweeps,
+                               fold=fold_weights, merged=merged)
     finally:
         if collecting:
             gc.enable()
 
 
-def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None, sizes: Sizes, sweeps: int) -> Layout:
+def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None, sizes: Sizes, sweeps: int,
+                    fold: bool = False, merged: Mapping[str, str] | None = None) -> Layout:
     t0 = time.perf_counter()
-    ga = extract_graph(graph)
+    ga = extract_graph(graph, fold=fold)
     stamp = _Stamps(t0)
     stamp("extract")
     collapsed = frozenset(collapsed)
+    merged = {k: v for k, v in (merged or {}).items() if k in collapsed and v in collapsed}
+    key = (collapsed, tuple(sorted(merged.items()))) if merged else collapsed  # what ``inputs`` records
     if previous is not None and sizes is None and previous.inputs is not None:
         same_collapsed, prev_ga = previous.inputs
-        if same_collapsed == collapsed and _same_arrays(prev_ga, ga):
+        if same_collapsed == key and _same_arrays(prev_ga, ga):
             # Nothing the layout reads changed (an argument became another constant, a kwarg
             # was set): the previous layout is this graph's incremental layout, as it stands.
-            return _reused(previous, ga, collapsed, t0)
-    units = _Units(ga, collapsed)
+            return _reused(previous, ga, key, t0)
+    units = _Units(ga, collapsed, merged)
     stamp("units")
     n = units.n
     label_len = units.label_len.astype(np.float64)
     for path, u in units.group_unit.items():
         label_len[u] = len(f"{path} ({units.members[path]} nodes)")
+    for path in set(merged.values()) & set(units.group_unit):
+        # a folded run's card names its range and count (``repeats.py``): room for the longer text
+        label_len[units.group_unit[path]] = 2 * len(path) + 34
     widths = np.clip(CHAR_W * label_len + 32, MIN_W, MAX_W)
     heights = np.full(n, CARD_H)
+    if units.rows.any():
+        heights = heights + np.where(units.rows > 0, units.rows * WEIGHT_ROW_H + WEIGHT_ROWS_PAD, 0.0)
     if sizes is not None:
         for i, name in enumerate(units.names):
             widths[i], heights[i] = _size_of(sizes, name, (widths[i], heights[i]))
@@ -253,6 +284,20 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
 
     layer = assign_layers(n, units.lay_src, units.lay_dst, np.asarray(units.weight_like, dtype=bool), prev_layer)
     stamp("layers")
+    leaf = [not g and t == p and op == "call_module"
+            for g, t, p, op in zip(units.is_group, units.targets, units.paths, units.ops)]
+    cached = previous.group_cache if previous is not None else None
+    if cached is not None and cached[0] == units.paths and cached[1] == leaf:
+        frames = cached[2]  # same module paths: the same frames (read-only)
+    else:
+        frames = frame_members(units.paths, leaf)
+    wl_units = np.asarray(units.weight_like, dtype=bool)
+    layer, kept = frame_layers(n, units.lay_src, units.lay_dst, layer, wl_units, frames, units.group_unit,
+                               computing=~wl_units)
+    if kept is not frames:
+        frames, cached = kept, None
+    structure = cached[6] if cached is not None and frames is cached[2] else frame_structure(frames)
+    stamp("frame layers")
     all_layer, seg_src, seg_dst, dummy_base, dummy_owner = add_dummies(n, layer, units.lay_src, units.lay_dst)
     stamp("dummies")
     total = len(all_layer)
@@ -274,6 +319,7 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
         pos = reduce_crossings(all_layer, seg_src, seg_dst, init_x, sweeps=0)
         fixed = known_all
         stamp("crossings (kept order)")
+        pos = _framed_order(frames, units, n, layer, all_layer, pos, dummy_owner, (seg_src, seg_dst))
         x = assign_x(all_layer, pos, all_w, gaps, is_dummy, heavy, seg_src, seg_dst, init=init_x, fixed=fixed)
         stamp("coordinates")
     else:
@@ -285,24 +331,30 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
             stamp("crossings (sweeps)")
             pos = best_of_starts(all_layer, seg_src, seg_dst, pos, sweeps=sweeps)
             stamp("crossings (other starts)")
+        pos = _framed_order(frames, units, n, layer, all_layer, pos, dummy_owner, (seg_src, seg_dst))
         x = assign_x(all_layer, pos, all_w, gaps, is_dummy, heavy, seg_src, seg_dst)
         stamp("coordinates")
         if total:
             x -= (x[:n] - widths / 2).min() if n else x.min()
 
+    group_cards = {name: (i, units.members[name]) for i, name in enumerate(units.names) if units.is_group[i]}
+    if cached is not None and cached[3] == ga.module_paths and cached[4] == ga.module_stacks:
+        classes = cached[5]
+    else:
+        classes = class_names(ga.module_stacks, ga.module_paths)
+    if (cached is not None and frames is cached[2] and classes is cached[5]
+            and cached[7][0] == tuple(group_cards)):
+        plan = cached[7][1]
+    else:
+        plan = group_plan(frames, group_cards, classes)
+    if frames:
+        x = separate_frames(x, all_w, all_layer, frames, group_cards, classes, plan, n,
+                            packing=RowPacking(all_layer, pos, all_w, gaps))
+        stamp("frame separation")
     nlayers = int(all_layer.max()) + 1 if total else 0
     layer_h = np.zeros(nlayers)
     if n:
         np.maximum.at(layer_h, layer, heights)
-    leaf = [not g and t == p and op == "call_module"
-            for g, t, p, op in zip(units.is_group, units.targets, units.paths, units.ops)]
-    cached = previous.group_cache if previous is not None else None
-    if cached is not None and cached[0] == units.paths and cached[1] == leaf:
-        frames, structure = cached[2], cached[6]  # same module paths: the same frames (read-only)
-    else:
-        frames = frame_members(units.paths, leaf)
-        structure = frame_structure(frames)
-    stamp("frames")
     band_gaps = frame_gaps(frames, layer, nlayers, LAYER_GAP, structure=structure)
     tops = band_tops(layer_h, band_gaps)
     if prev_x is not None:
@@ -315,38 +367,39 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
     stamp("lane cache")
     left = x[:n] - widths / 2
     ys = tops[layer] if n else np.zeros(0)
-    group_cards: dict[str, tuple[int, int]] = {}
     lx, ly, lw, lh, ll = left.tolist(), ys.tolist(), widths.tolist(), heights.tolist(), layer.tolist()
     for i, name in enumerate(units.names):
-        if units.is_group[i]:
-            group_cards[name] = (i, units.members[name])
-        else:
+        if not units.is_group[i]:
             result.nodes[name] = NodeBox(name=name, x=lx[i], y=ly[i], w=lw[i], h=lh[i], layer=ll[i])
     stamp("bands")
     result.edges = route_edges(units, layer, x, ys, heights, tops, layer_h, dummy_base)
     stamp("routes")
     boxes = np.stack([left, ys, left + widths, ys + heights], axis=1) if n else np.zeros((0, 4))
-    if cached is not None and cached[3] == ga.module_paths and cached[4] == ga.module_stacks:
-        classes = cached[5]
-    else:
-        classes = class_names(ga.module_stacks, ga.module_paths)
-    if (cached is not None and frames is cached[2] and classes is cached[5]
-            and cached[7][0] == tuple(group_cards)):
-        plan = cached[7][1]
-    else:
-        plan = group_plan(frames, group_cards, classes)
     result.group_cache = (units.paths, leaf, frames, ga.module_paths, ga.module_stacks, classes, structure,
                           (tuple(group_cards), plan))
     result.groups = build_groups(frames, boxes, group_cards, classes, plan=plan)
     for path, (i, _) in group_cards.items():
         result.groups[path].layer = ll[i]
     stamp("groups")
-    result.inputs = (collapsed, ga) if sizes is None else None
+    result.inputs = (key, ga) if sizes is None else None
     result.placement = Placement(n, all_layer, x, all_w, dummy_base, dummy_owner, tops, tops + layer_h,
                                  groups=result.groups)
     result.seconds = time.perf_counter() - t0
     result.stats = {"n_dummies": total - n, "n_layers": nlayers, **stamp.times}
     return result
+
+
+def _framed_order(frames, units, n, layer, all_layer, pos, dummy_owner, seg=None):
+    """``pos`` with each module frame's cards and dummies contiguous in every layer (``frame_order``)."""
+    if not frames:
+        return pos
+    tree = frame_tree(frames, n, units.group_unit)
+    if not tree.paths:
+        return pos
+    span = layer[units.lay_dst] - layer[units.lay_src]
+    long_edges = zip(units.lay_src[span > 1].tolist(), units.lay_dst[span > 1].tolist())
+    item_frame = item_frames(tree, n, layer, dummy_owner, all_layer[n:], long_edges)
+    return frame_order(all_layer, pos, item_frame, tree, n, seg=seg)
 
 
 def _same_arrays(a: GraphArrays, b: GraphArrays) -> bool:
@@ -355,7 +408,9 @@ def _same_arrays(a: GraphArrays, b: GraphArrays) -> bool:
     return (a.names == b.names and np.array_equal(a.src, b.src) and np.array_equal(a.dst, b.dst)
             and a.keys == b.keys and np.array_equal(a.label_len, b.label_len)
             and np.array_equal(a.weight_like, b.weight_like) and a.ops == b.ops and a.targets == b.targets
-            and a.module_paths == b.module_paths and a.module_stacks == b.module_stacks)
+            and a.module_paths == b.module_paths and a.module_stacks == b.module_stacks
+            and a.fold == b.fold and a.skipped == b.skipped
+            and (a.rows is None) == (b.rows is None) and (a.rows is None or np.array_equal(a.rows, b.rows)))
 
 
 def _reused(previous: Layout, ga: GraphArrays, collapsed: frozenset, t0: float) -> Layout:

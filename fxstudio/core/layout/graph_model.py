@@ -8,13 +8,16 @@ numpy arrays plus per-node facts, which is what the layout works on at 100k node
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
 import torch.fx
 
+from fxstudio.core.layout.folding import row_label
 from fxstudio.core.node_text import META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
+
+_CALLS = frozenset(("call_function", "call_method", "call_module"))
 
 
 def _flat_inputs(value, key, out):
@@ -77,6 +80,13 @@ class GraphArrays:
     src: np.ndarray
     dst: np.ndarray
     keys: list
+    # With ``fold=True`` (``folding.py``): weights folded into their user's card and plumbing drawn
+    # nowhere are left out (``skipped`` of them); ``rows`` counts each node's folded weights.
+    rows: np.ndarray | None = None
+    hosts: dict | None = None   # host name -> names of the weights folded into its card, graph order
+    skipped: int = 0
+    fold: bool = False
+    exported: bool = False
 
     @property
     def n(self) -> int:
@@ -102,9 +112,15 @@ def _nested_inputs(value, key) -> list[tuple[torch.fx.Node, int | str]]:
     return [item for item in found if not (item[0] in seen or seen.add(item[0]))]
 
 
-def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
-    """Flatten ``graph`` into ``GraphArrays`` (nodes in graph order, which is topological)."""
+def extract_graph(graph: torch.fx.Graph, fold: bool = False) -> GraphArrays:
+    """Flatten ``graph`` into ``GraphArrays`` (nodes in graph order, which is topological).
+
+    ``fold``: leave out the weights folded into their user's card and the export plumbing drawn
+    nowhere (``folding.fold_plan``); a host's ``rows`` and label length count its weight rows."""
     nodes = list(graph.nodes)
+    plan = _fold_plan(nodes) if fold else None
+    if plan is not None:
+        nodes = plan[3]
     index = {node: i for i, node in enumerate(nodes)}
     names = [node.name for node in nodes]
     ops = [node.op for node in nodes]
@@ -154,14 +170,18 @@ def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
         kwargs = node.kwargs
         for k, a in (*enumerate(node.args), *kwargs.items()) if kwargs else enumerate(node.args):
             if type(a) is node_type:
-                j = index[a]
+                j = index.get(a)
+                if j is None:   # folded into this card (fold=True): no edge
+                    continue
                 src.append(j)
                 dst.append(i)
                 keys.append(k)
                 all_weights = all_weights and wl[j]
             elif isinstance(a, _NESTED):
                 for inp, key in _nested_inputs(a, k):
-                    j = index[inp]
+                    j = index.get(inp)
+                    if j is None:
+                        continue
                     src.append(j)
                     dst.append(i)
                     keys.append(key)
@@ -175,11 +195,69 @@ def extract_graph(graph: torch.fx.Graph) -> GraphArrays:
             # Parameters and constants, and non-tensor plumbing (x.shape, its getitems): both
             # belong next to the op that uses them.
             wl[i] = True
-    return GraphArrays(
+    ga = GraphArrays(
         names=names, ops=ops, targets=targets, module_paths=paths, module_stacks=stacks,
         label_len=label_len, weight_like=np.asarray(wl, dtype=bool),
         src=np.asarray(src, dtype=np.int64), dst=np.asarray(dst, dtype=np.int64), keys=keys,
     )
+    if plan is None:
+        return ga
+    dropped, hosts, exported, _ = plan
+    rows = np.zeros(ga.n, dtype=np.int64)
+    if hosts:
+        where = [index[h] for h in hosts]
+        rows[where] = [len(ws) for ws in hosts.values()]
+        widest = [max(map(_row_len, ws)) for ws in hosts.values()]
+        label_len[where] = np.maximum(label_len[where], widest)
+    return replace(ga, rows=rows, hosts={h.name: tuple(w.name for w in ws) for h, ws in hosts.items()},
+                   skipped=len(dropped), fold=True, exported=exported)
+
+
+def _row_len(node: torch.fx.Node) -> int:
+    """``folding.row_text_len``, with the shape texts' lengths cached."""
+    label = str(node.target).rpartition(".")[2] if node.op == "get_attr" else row_label(node)
+    shape = node.meta.get(META_SHAPE)
+    if type(shape) is tuple:
+        return len(label) + 1 + (_shape_text_len(shape) if shape else len("scalar"))
+    return len(label)
+
+
+def _fold_plan(nodes: list[torch.fx.Node]) -> tuple[set, dict, bool, list]:
+    """(nodes left out, host → its folded weights, whether the graph is exported, nodes kept), as
+    ``folding.fold_host`` decides (the same rule, inlined: this runs on every layout)."""
+    kept: list = []
+    dropped: set = set()
+    hosts: dict[torch.fx.Node, list] = {}
+    unused: list = []
+    exported = False
+    calls = _CALLS
+    for node in nodes:
+        op = node.op
+        if op != "get_attr" and op != "placeholder" and op != "call_module":
+            kept.append(node)
+            continue
+        hidden = node.meta.get(META_HIDDEN)
+        if hidden:
+            exported = True   # only weights and submodule calls carry it (metadata.mark_hidden)
+        users = node.users
+        if op == "get_attr" or (op == "placeholder" and hidden):
+            if len(users) == 1:
+                host = next(iter(users))
+                if host.op in calls and not host.meta.get(META_HIDDEN):
+                    dropped.add(node)
+                    hosts.setdefault(host, []).append(node)
+                    continue
+            elif not users:
+                unused.append(node)
+        elif hidden and not users:   # _guards_fn
+            dropped.add(node)
+            continue
+        kept.append(node)
+    if exported and unused:   # parameter reads nothing uses: plumbing of an exported graph
+        dropped.update(unused)
+        gone = set(unused)
+        kept = [node for node in kept if node not in gone]
+    return dropped, hosts, exported, kept
 
 
 def to_networkx(graph: torch.fx.Graph) -> nx.DiGraph:

@@ -43,7 +43,8 @@ def collapse_owner(paths: list[str], collapsed) -> list[str | None]:
 
 
 def class_names(stacks: list[list[tuple[str, str]]], paths: list[str]) -> dict[str, str]:
-    """Module class name by group path, from the nodes' module stacks (first seen wins)."""
+    """Module class name by group path, from the nodes' module stacks (the first one seen that
+    names a class wins)."""
     names: dict[str, str] = {}
     seen: set[str] = set()
     for path, stack in zip(paths, stacks):
@@ -55,7 +56,9 @@ def class_names(stacks: list[list[tuple[str, str]]], paths: list[str]) -> dict[s
                 p, cls = entry[0], entry[1]
             except (TypeError, IndexError):
                 continue
-            names.setdefault(str(p), str(cls).rsplit(".", 1)[-1])
+            name = str(cls).rsplit(".", 1)[-1]
+            if name and name != "Module":  # '' or a plain Module says nothing: a later stack may
+                names.setdefault(str(p), name)
     return names
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import bisect
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 import torch.fx
 
-from fxstudio.core.layout.graph_model import GraphArrays, node_inputs
+from fxstudio.core.layout.folding import fold_host, row_text_len, rows_of
+from fxstudio.core.layout.graph_model import node_inputs
 from fxstudio.core.node_text import META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
 from fxstudio.core.layout.types import EdgeRoute, Layout
 
@@ -168,28 +169,35 @@ def _route(layout: Layout, place: Placement, src: str, dst: str, j: int) -> list
 
 
 def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozenset, t0: float,
-            width_of: Callable[[int], float]) -> Layout | None:
+            width_of: Callable[[int], float], fold: bool = False) -> Layout | None:
     """``previous`` with the input edges of ``changed`` nodes routed anew, or None (see the module doc).
 
     ``changed``: every node whose arguments, target, name, position, users or metadata may differ
     from what ``previous`` laid out (a ``DocumentEvent``'s ``changed``); everything else must be as
     it was. ``width_of(label_length)``: a card's width (a label may change as long as that does not).
+    ``fold``: weights are folded into cards (``folding.py``); a changed node that is or was folded
+    (its host's rows change) needs the relayout.
     """
     place = previous.placement
     if (collapsed or previous.inputs is None or previous.lanes is None or not isinstance(place, Placement)):
         return None
     prev_collapsed, ga = previous.inputs
-    if prev_collapsed or len(graph.nodes) != ga.n:
+    if prev_collapsed or len(graph.nodes) != ga.n + ga.skipped or ga.fold != fold:
         return None
     index = previous.lanes[0]
     names = ga.names
     nodes = []
+    exported = ga.exported
     for node in changed:
         i = index.get(node.name)
         if i is None or i >= ga.n or names[i] != node.name:
             return None
-        before = node.prev
-        after = node.next
+        if fold and fold_host(node, exported) is not False:
+            return None
+        before = _drawn(node, "prev", index, fold, exported)
+        after = _drawn(node, "next", index, fold, exported)
+        if before is None or after is None:
+            return None
         if (before.op == "root") != (i == 0) or (i > 0 and before.name != names[i - 1]):
             return None
         if (after.op == "root") != (i == ga.n - 1) or (i < ga.n - 1 and after.name != names[i + 1]):
@@ -205,11 +213,16 @@ def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozens
         op, target, path, stack, label = node_facts(node)
         if (op, target, path, stack) != (ga.ops[i], ga.targets[i], ga.module_paths[i], ga.module_stacks[i]):
             return None
+        if fold:
+            rows = rows_of(node, exported)
+            if len(rows) != (ga.rows[i] if ga.rows is not None else 0):
+                return None
+            label = max([label] + [row_text_len(r) for r in rows])
         if label != ga.label_len[i]:
             if width_of(label) != width_of(int(ga.label_len[i])):
                 return None
             labels[i] = label
-        edges = node_edges(node, index)
+        edges = node_edges(node, index, (lambda n: fold_host(n, exported) is not False) if fold else None)
         if edges is None:
             return None
         weights = all(new_wl.get(j, bool(wl[j])) for j, _ in edges)
@@ -233,9 +246,7 @@ def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozens
         label_len[list(labels)] = list(labels.values())
     if not redraw:
         result = _copy_of(previous)
-        result.inputs = (collapsed, ga if not labels else GraphArrays(
-            names=names, ops=ga.ops, targets=ga.targets, module_paths=ga.module_paths, module_stacks=ga.module_stacks,
-            label_len=label_len, weight_like=ga.weight_like, src=ga.src, dst=ga.dst, keys=ga.keys))
+        result.inputs = (collapsed, ga if not labels else replace(ga, label_len=label_len))
         result.delta = (previous.serial, frozenset())
         return _stamp(result, previous, t0, 0)
     parts_s, parts_d, new_keys, at = [], [], [], 0
@@ -251,9 +262,8 @@ def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozens
     parts_s.append(src[at:])
     parts_d.append(dst[at:])
     new_keys.extend(keys[at:])
-    new_ga = GraphArrays(names=names, ops=ga.ops, targets=ga.targets, module_paths=ga.module_paths,
-                         module_stacks=ga.module_stacks, label_len=label_len, weight_like=ga.weight_like,
-                         src=np.concatenate(parts_s), dst=np.concatenate(parts_d), keys=new_keys)
+    new_ga = replace(ga, label_len=label_len, src=np.concatenate(parts_s), dst=np.concatenate(parts_d),
+                     keys=new_keys)
     # Routes: the redrawn nodes' old input routes go to memory (an undo brings them back as they were).
     dst_names = {names[i] for i in redraw}
     memory = dict(previous.route_memory or {})
@@ -304,13 +314,31 @@ def node_facts(node: torch.fx.Node) -> tuple:
             max(len(name), len(target), shape_len))
 
 
-def node_edges(node: torch.fx.Node, index: dict[str, int]) -> list[tuple[int, int | str]] | None:
+def node_edges(node: torch.fx.Node, index: dict[str, int],
+               off_canvas: Callable[[torch.fx.Node], bool] | None = None) -> list[tuple[int, int | str]] | None:
     """The (source index, key) input edges of one node in ``extract_graph``'s order; ``index`` maps
-    node names to their index. None when an input is not in ``index``."""
-    try:
-        return [(index[inp.name], key) for inp, key in node_inputs(node)]
-    except KeyError:
-        return None
+    node names to their index. None when an input is not in ``index`` (unless ``off_canvas`` says
+    it is drawn nowhere or folded into a card: it has no edge then)."""
+    out = []
+    for inp, key in node_inputs(node):
+        j = index.get(inp.name)
+        if j is None:
+            if off_canvas is not None and off_canvas(inp):
+                continue
+            return None
+        out.append((j, key))
+    return out
+
+
+def _drawn(node: torch.fx.Node, direction: str, index: dict[str, int], fold: bool, exported: bool):
+    """The nearest node before (``"prev"``) or after ``node`` that the layout holds (the root when
+    none), skipping folded ones; None when a node in between is neither held nor folded."""
+    other = getattr(node, direction)
+    while other.op != "root" and other.name not in index:
+        if not fold or fold_host(other, exported) is False:
+            return None
+        other = getattr(other, direction)
+    return other
 
 
 def node_weight_like(node: torch.fx.Node, all_inputs_weight_like: bool) -> bool:

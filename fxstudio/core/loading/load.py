@@ -8,7 +8,7 @@ node metadata written here.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -23,7 +23,7 @@ from fxstudio.core.loading.pt2_loader import load_exported_program, program_exam
 from fxstudio.core.loading.py_loader import file_example_inputs, resolve_entry, run_model_file
 from fxstudio.core.loading.tracing import resolve_functions, trace_export, trace_fx
 
-SUFFIXES = {".py": "py", ".pt2": "pt2", ".pt": "pickle", ".pth": "pickle"}
+SUFFIXES = {".py": "py", ".pt2": "pt2", ".pt": "pickle", ".pth": "pickle", ".fxcap": "capture"}
 
 
 def split_spec(spec: str | Path) -> tuple[Path, str | None]:
@@ -44,8 +44,14 @@ def load_model(
     concrete_args: dict | None = None,
     leaf_modules: Sequence[str] = (),
     autowrap_functions: Sequence = (),
+    on_structure: Callable[[LoadedModel], None] | None = None,
 ) -> LoadedModel:
-    """Open a model file, trace it with ``tracer`` and annotate every node; ``LoadError``/``TraceError`` otherwise."""
+    """Open a model file, trace it with ``tracer`` and annotate every node; ``LoadError``/``TraceError`` otherwise.
+
+    ``on_structure`` (``.pt2`` without ``trust`` only): called, on the loading thread, with a view-only
+    ``LoadedModel`` of the program's graph as soon as the archive's JSON is checked (same node names
+    as the result; weights are ``meta`` tensors), while the weights and the program are still read.
+    """
     if tracer not in (None, "fx", "export"):
         raise LoadError(f"unknown tracer '{tracer}': use fx or export.")
     path, name = split_spec(spec)
@@ -57,16 +63,21 @@ def load_model(
     if kind is None:
         raise LoadError(
             f"{path}: unknown model file type '{path.suffix or '(none)'}'. fxstudio opens .py files that "
-            "define a model, torch.export archives (.pt2), and pickled modules (.pt, .pth)."
+            "define a model, torch.export archives (.pt2), pickled modules (.pt, .pth) and torch.compile "
+            "captures (.fxcap)."
         )
-    if name and kind != "py":
-        raise LoadError(f"{spec}: '::{name}' selects an entry in a .py file only.")
+    if name and kind not in ("py", "capture"):
+        raise LoadError(f"{spec}: '::{name}' selects an entry in a .py file (or a graph of a .fxcap) only.")
     path = path.resolve()
+    if kind == "capture":
+        from fxstudio.core.loading.capture_loader import load_capture
+
+        return load_capture(path, name, input_shapes)
     options = dict(concrete_args=concrete_args, leaf_modules=leaf_modules, autowrap_functions=autowrap_functions)
     if kind == "py":
         return _load_py(path, name, tracer, input_shapes, **options)
     if kind == "pt2":
-        return _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust)
+        return _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust, on_structure)
     return _load_pickle(path, tracer, input_shapes, trust, **options)
 
 
@@ -80,8 +91,10 @@ def _load_py(path, name, tracer, input_shapes, **options) -> LoadedModel:
             notes.append("inputs from --input-shape (random values) replace the file's example inputs")
     else:
         inputs = file_example_inputs(user_module, path)
-        if inputs is None:
+        if inputs is None and (tracer or "fx") == "export":
             raise _missing_inputs(path, module, "define example_inputs() (returning a tuple) or EXAMPLE_INPUTS in the file, or ")
+        if inputs is None:  # issue #15 defect 5: fx traces without inputs; the shapes stay unknown
+            notes.append(shapes_unknown_note(module, "define example_inputs() in the file or "))
     loaded = _trace(path, "py", module, inputs, tracer or "fx", entry, user_module, notes, **options)
     from fxstudio.core.export import restore_exported_names  # round trip of fxstudio exports
 
@@ -92,9 +105,13 @@ def _load_py(path, name, tracer, input_shapes, **options) -> LoadedModel:
 
 def _load_pickle(path, tracer, input_shapes, trust, **options) -> LoadedModel:
     module, notes = load_pickled_module(path, trust=trust)
-    if not input_shapes:
+    if not input_shapes and tracer == "export":
         raise _missing_inputs(path, module, "")
-    inputs = inputs_from_shapes(input_shapes)
+    if input_shapes:
+        inputs = inputs_from_shapes(input_shapes)
+    else:  # issue #15 defect 5: fx traces without inputs; the shapes stay unknown
+        inputs = None
+        notes.append(shapes_unknown_note(module, ""))
     return _trace(path, "pickle", module, inputs, tracer or "fx", type(module).__name__, None, notes, **options)
 
 
@@ -136,7 +153,8 @@ def _trace(path, kind, module, inputs, tracer, entry, user_module, notes, *, con
     display = f"{path.name}::{entry}" if entry and kind == "py" else path.name
     user_file = path if kind == "py" else None
     ep = None
-    inputs = merge_concrete_args(module, inputs, concrete_args)
+    known = inputs is not None  # else traced without inputs (fx only): shapes unknown, nothing to merge
+    inputs = merge_concrete_args(module, inputs, concrete_args) if known else ()
     if concrete_args:
         shown = ", ".join(f"{k}={v!r}" for k, v in concrete_args.items())
         notes.append(f"traced with concrete args {shown}: the graph holds that branch only")
@@ -156,7 +174,9 @@ def _trace(path, kind, module, inputs, tracer, entry, user_module, notes, *, con
             leaf_modules=leaf_modules,
             autowrap_functions=functions,
         )
-    annotate(gm, inputs, user_file=user_file, notes=notes, exported=tracer == "export")
+    # Without example inputs nothing runs: propagation fails at the first placeholder, and its notes
+    # ("running the model failed") would mislead; the loader's own note says what to do instead.
+    annotate(gm, inputs, user_file=user_file, notes=notes if known else [], exported=tracer == "export")
     return LoadedModel(
         path=path,
         kind=kind,
@@ -171,22 +191,23 @@ def _trace(path, kind, module, inputs, tracer, entry, user_module, notes, *, con
     )
 
 
-def _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust=False) -> LoadedModel:
+def _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust=False, on_structure=None) -> LoadedModel:
     notes: list[str] = []
     if tracer == "fx":
         notes.append("a .pt2 file holds an exported (ATen-level) graph; it is shown as exported, not re-traced with fx")
     if concrete_args or leaf_modules:
         notes.append("concrete args and leaf modules do not apply to an already exported program; ignored")
-    ep, archive_notes = load_exported_program(path, trust=trust)
+    ep, archive_notes = load_exported_program(path, trust=trust, on_structure=on_structure)
     notes.extend(archive_notes)
     inputs, source = program_example_inputs(ep, path, input_shapes)
     notes.append(f"example inputs: {source}")
     try:
         # One unlift (issue #15: each ep.module() call costs a full one); the graph is a copy that
         # shares its weights, as two unlifts of the same program did.
+        from fxstudio.core.fx_compat_export import unlift
         from fxstudio.core.module_state import share_graph_module
 
-        module = ep.module()
+        module = unlift(ep)  # ep.module() without its quadratic weight assignment
         gm = share_graph_module(module)
     except Exception as exc:  # noqa: BLE001 - unlifting may fail on unusual programs
         raise LoadError(f"{path}: the exported program cannot be turned into a module ({type(exc).__name__}: {exc}).") from None
@@ -197,13 +218,36 @@ def _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust=Fal
     )
 
 
-def _missing_inputs(path: Path, module: nn.Module, how: str) -> LoadError:
+SHAPES_UNKNOWN = "shapes unknown"
+"""How a note starts when the model opened without example inputs (the CLI and the window look for it)."""
+
+
+def shapes_unknown(loaded: LoadedModel) -> bool:
+    """True when ``loaded`` opened without example inputs although its graph takes some (defect 5 of issue #15)."""
+    return not loaded.example_inputs and any(n.op == "placeholder" for n in loaded.graph_module.graph.nodes)
+
+
+def shapes_unknown_note(module: nn.Module, how: str) -> str:
+    """The note of a model traced without example inputs: its shapes are unknown, and how to give inputs."""
+    return (
+        f"{SHAPES_UNKNOWN}: no example inputs{_takes(module)}; the graph is traced without running it. "
+        f"For shapes (and to compare or verify an export), {how}give one --input-shape per input, "
+        "e.g. --input-shape 1,3,224,224 (in the window: File > Give Input Shapes…)."
+    )
+
+
+def _takes(module: nn.Module) -> str:
     try:
         params = [p for p in inspect.signature(module.forward).parameters if p not in ("self",)]
     except (TypeError, ValueError):
         params = []
-    takes = f" (forward takes: {', '.join(params)})" if params else ""
+    return f" (forward takes: {', '.join(params)})" if params else ""
+
+
+def _missing_inputs(path: Path, module: nn.Module, how: str) -> LoadError:
+    takes = _takes(module)
     return LoadError(
-        f"{path.name}: no example inputs to run the model on{takes}. To trace and annotate it, "
-        f"{how}give one --input-shape per input, e.g. --input-shape 1,3,224,224."
+        f"{path.name}: no example inputs to run the model on{takes}. torch.export runs the model: "
+        f"{how}give one --input-shape per input, e.g. --input-shape 1,3,224,224 (the fx tracer opens it "
+        "without inputs, shapes unknown)."
     )

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from fxstudio.core import fx_compat
+from fxstudio.core import fx_compat, fx_compat_export
 from fxstudio.core.code_names import is_attribute_path, shown
 from fxstudio.core import trust
 from fxstudio.core.errors import LoadError
@@ -55,13 +55,14 @@ _GUARD_CALLS = {"IsNonOverlappingAndDenseIndicator", "cast_symbool_to_symint_gua
 _GUARD_MATH = {"floor", "ceil", "trunc", "sqrt", "log2", "log", "exp"}
 _MAX_EXPANSION = 16  # unpacked size / archive size above which an archive is refused
 _OPERATORS = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
+_PYTREE_FAILURE = re.compile(r"in pytree is not registered|deserialize TreeSpec of namedtuple")
 
 
 class UnsafeArchive(LoadError):
     """A ``.pt2`` archive that holds code or names that would become code (exit 2)."""
 
 
-def load_archive(path: Path, *, trust: bool) -> tuple[Any, list[str]]:
+def load_archive(path: Path, *, trust: bool, on_checked=None) -> tuple[Any, list[str]]:
     """(``ExportedProgram``, notes) of the archive at ``path``; ``LoadError`` for any bad archive."""
     if not zipfile.is_zipfile(path):
         raise LoadError(
@@ -69,13 +70,14 @@ def load_archive(path: Path, *, trust: bool) -> tuple[Any, list[str]]:
             "not a .pt2 file). Save one with torch.export.save(torch.export.export(model, inputs), path)."
         )
     if trust:
-        return _torch_load(path), ["loaded with torch.export.load (--trust): the archive's code was allowed to run"]
+        ep, notes = _torch_load(path)
+        return ep, ["loaded with torch.export.load (--trust): the archive's code was allowed to run", *notes]
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise LoadError(f"{path}: cannot read the file ({exc.strerror}).") from None
     try:
-        return _SafeReader(path, data).program()
+        return _SafeReader(path, data, on_checked).program()
     except LoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - any other malformed part: one line, not a traceback
@@ -85,14 +87,42 @@ def load_archive(path: Path, *, trust: bool) -> tuple[Any, list[str]]:
 
 
 def _torch_load(path: Path):
+    from fxstudio.core.loading.tracing import quiet_torch_logs  # torch logs a traceback, then raises
+
     try:
-        return torch.export.load(path)
+        with quiet_torch_logs():
+            return torch.export.load(path), []
     except Exception as exc:  # noqa: BLE001 - corrupt archives raise many types
-        raise _unreadable(path, "torch.export.load could not read this archive", exc, "truncated") from None
+        first = exc
+    # An output type such as a transformers ModelOutput registers itself when its module is
+    # imported: import it under the untrusted reader's rules (pt2_types), then try once more.
+    try:
+        with zipfile.ZipFile(path) as zf:
+            program = json.loads(zf.read(next(n for n in zf.namelist() if n.endswith("/models/model.json"))))
+    except Exception:  # noqa: BLE001 - not readable: report torch's error
+        program = None
+    if program is not None:
+        from fxstudio.core.loading.pt2_types import resolve_spec_types
+
+        notes = resolve_spec_types(program, LoadError)
+        if any("was imported" in note for note in notes):
+            try:
+                return torch.export.load(path), [n for n in notes if "was imported" in n]
+            except Exception as exc:  # noqa: BLE001
+                first = exc
+        missing = [n for n in notes if "not importable here" in n]
+        if missing:  # torch's own error only says "check the warnings above"
+            first = NotImplementedError(f"{missing[0].split(' is not importable')[0]} in pytree is not registered")
+    raise _unreadable(path, "torch.export.load could not read this archive", first, "truncated") from None
 
 
 def _unreadable(path: Path, what: str, exc: BaseException, damage: str) -> LoadError:
     """The one-line ``LoadError`` for an archive torch failed on: what failed, torch's first line."""
+    if _PYTREE_FAILURE.search(str(exc)):  # a type this process does not know, not a damaged file
+        return LoadError(f"{path}: {what} ({type(exc).__name__}: {_first_line(exc)}). The program's inputs or "
+                         "outputs use a Python type that is not registered with torch's pytree here: install "
+                         "the package that defines it (and registers it), or open the file without --trust (fxstudio then "
+                         "rebuilds that structure as a dict or tuple).")
     return LoadError(f"{path}: {what} ({type(exc).__name__}: {_first_line(exc)}). "
                      f"It may be {damage}, or saved by an incompatible torch version.")
 
@@ -105,10 +135,11 @@ def _first_line(exc: BaseException) -> str:
 class _SafeReader:
     """One untrusted archive, read piece by piece (see the module docstring)."""
 
-    def __init__(self, path: Path, data: bytes):
+    def __init__(self, path: Path, data: bytes, on_checked=None):
         self.path = path
         self.data = data
         self.notes: list[str] = []
+        self.on_checked = on_checked  # called with the program's JSON once checked (pt2_structure)
 
     def refuse(self, what: str) -> UnsafeArchive:
         """The error for an archive part that only a trusted load may read (``needs_trust``)."""
@@ -118,13 +149,15 @@ class _SafeReader:
 
     def program(self):
         """The checked ``ExportedProgram`` and the notes on what was left out."""
-        from torch.export.pt2_archive import constants as C
+        C = fx_compat_export.archive_constants()
 
         records = self._record_names()
         if C.ARCHIVE_FORMAT_PATH not in records:
             raise self.refuse("this archive is in torch's pre-2.7 .pt2 format, which torch reads by unpickling it "
                               "(that can run code)")
-        reader = self._reader()
+        # The version and the program's JSON are read with zipfile: torch's archive reader imports its
+        # whole deserializer (seconds), which the structure shown first does not need (issue #15).
+        reader = _ZipRecords(self.data)
         if reader.read_string(C.ARCHIVE_VERSION_PATH) != C.ARCHIVE_VERSION_VALUE:
             raise LoadError(f"{self.path}: this archive was saved by an incompatible torch version "
                             f"(archive version {shown(reader.read_string(C.ARCHIVE_VERSION_PATH))}).")
@@ -139,11 +172,17 @@ class _SafeReader:
         except (ValueError, UnicodeDecodeError) as exc:
             raise LoadError(f"{self.path}: {model_file} is not valid JSON ({exc}).") from None
         self._check_program(model_json)
+        if self.on_checked is not None:
+            self.on_checked(model_json)
+        from fxstudio.core.loading.pt2_types import resolve_spec_types  # ModelOutput and other output types
+
+        self.notes.extend(resolve_spec_types(model_json, self.refuse))
+        reader = self._reader()
         state_dict = self._payloads(reader, records, "weights", C.WEIGHTS_DIR, C.WEIGHTS_CONFIG_FILENAME_FORMAT)
         constants = self._payloads(reader, records, "constants", C.CONSTANTS_DIR, C.CONSTANTS_CONFIG_FILENAME_FORMAT)
         inputs_file = C.SAMPLE_INPUTS_FILENAME_FORMAT.format(MODEL_NAME)
         sample = self._sample_inputs(reader.read_bytes(inputs_file) if inputs_file in records else b"")
-        return self._deserialize(model_bytes, state_dict, constants, sample), self.notes
+        return self._deserialize(model_json, state_dict, constants, sample), self.notes
 
     # -- the container ---------------------------------------------------------------------------
 
@@ -227,7 +266,7 @@ class _SafeReader:
     def _payloads(self, reader, records: set[str], kind: str, directory: str, config_format: str) -> dict:
         """Weights or constants by name: raw tensors as torch reads them, pickled ones with weights_only=True."""
         from torch.export.pt2_archive import constants as C
-        _build_file_map, _load_payload_config = fx_compat.pt2_payload_helpers()
+        _build_file_map, _ = fx_compat.pt2_payload_helpers()
         deserialize_size, deserialize_storage_offset, deserialize_stride = fx_compat.tensor_layout_deserializers()
 
         legacy = f"{directory}{MODEL_NAME}.pt"
@@ -242,7 +281,7 @@ class _SafeReader:
             raise LoadError(f"{self.path}: the archive has no {kind} configuration ({config_file}).")
         try:
             raw_config = json.loads(reader.read_bytes(config_file))
-            config = _load_payload_config(reader, config_file)
+            config = fx_compat_export.payload_config(raw_config)
         except Exception as exc:  # noqa: BLE001 - malformed JSON or schema
             raise LoadError(f"{self.path}: the {kind} configuration is malformed ({type(exc).__name__}: {_first_line(exc)}).") from None
         self._check_keys(raw_config.get("config", {}), kind)
@@ -296,11 +335,31 @@ class _SafeReader:
                 raise self.refuse(f"{what} needs a full unpickle (weights_only=True will not rebuild its Python objects)") from None
             raise LoadError(f"{self.path}: {what} cannot be read ({type(exc).__name__}: {_first_line(exc)}).") from None
 
-    def _deserialize(self, model_bytes: bytes, state_dict: dict, constants: dict, sample):
+    def _deserialize(self, model_json: Any, state_dict: dict, constants: dict, sample):
         try:
-            return fx_compat.deserialize_program(model_bytes, state_dict, constants, sample)
+            return fx_compat.deserialize_program(model_json, state_dict, constants, sample)
         except Exception as exc:  # noqa: BLE001 - a damaged or incompatible program
             raise _unreadable(self.path, "torch could not rebuild the exported program", exc, "damaged") from None
+
+
+class _ZipRecords:
+    """An archive's records by name under its one top folder (``_record_names`` checked it), read
+    with ``zipfile``: what ``PT2ArchiveReader.read_bytes``/``read_string`` return."""
+
+    def __init__(self, data: bytes):
+        self.zip = zipfile.ZipFile(io.BytesIO(data))
+        self.top = self.zip.namelist()[0].split("/", 1)[0]
+
+    def read_bytes(self, name: str) -> bytes:
+        """The bytes of record ``name``."""
+        try:
+            return self.zip.read(f"{self.top}/{name}")
+        except KeyError:
+            raise LoadError(f"the archive has no record {shown(name)}.") from None
+
+    def read_string(self, name: str) -> str:
+        """Record ``name`` as UTF-8 text."""
+        return self.read_bytes(name).decode("utf-8")
 
 
 def _expression(text: str) -> ast.Expression | None:

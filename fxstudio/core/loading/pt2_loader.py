@@ -10,46 +10,118 @@ from fxstudio.core.errors import LoadError
 from fxstudio.core.loading.inputs import inputs_from_shapes
 
 
-def load_exported_program(path: Path, *, trust: bool = False):
-    """The archive's ``ExportedProgram`` and notes; without ``trust`` nothing in it runs (``pt2_archive``)."""
+def load_exported_program(path: Path, *, trust: bool = False, on_structure=None):
+    """The archive's ``ExportedProgram`` and notes; without ``trust`` nothing in it runs (``pt2_archive``).
+
+    ``on_structure``: called with a view-only ``LoadedModel`` of the program's graph (``pt2_structure``)
+    as soon as its JSON is checked, before the weights are read and torch rebuilds the program."""
     from fxstudio.core.loading.pt2_archive import load_archive
 
-    return load_archive(path, trust=trust)
+    on_checked = None
+    if on_structure is not None:
+        from fxstudio.core.loading.pt2_structure import structure_model
+
+        def on_checked(program):
+            preview = structure_model(path, program)
+            if preview is not None:
+                on_structure(preview)
+    return load_archive(path, trust=trust, on_checked=on_checked)
 
 
 def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
-    """Inputs for an exported program: given shapes, else the program's own, else random of its input specs."""
-    user_inputs = [
-        spec.arg.name
-        for spec in ep.graph_signature.input_specs
-        if spec.kind == torch.export.graph_signature.InputKind.USER_INPUT
-    ]
+    """Positional inputs for ``ep.module()``: given shapes, else the program's stored example inputs
+    (keyword ones included, put in their positional slots), else random values of its input shapes.
+
+    Non-tensor inputs the program recorded (``use_cache=False``: constants of its signature) are
+    always used as recorded; ``--input-shape`` gives the tensor inputs only.
+    """
+    specs = [s for s in ep.graph_signature.input_specs
+             if s.kind == torch.export.graph_signature.InputKind.USER_INPUT]
     vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
+    constant = torch.export.graph_signature.ConstantArgument
     if input_shapes:
-        _check_shapes(path, input_shapes, [vals.get(name) for name in user_inputs])
-        return inputs_from_shapes(input_shapes), "--input-shape"
+        tensors = [s for s in specs if not isinstance(s.arg, constant)]
+        _check_shapes(path, input_shapes, [vals.get(s.arg.name) for s in tensors])
+        given = iter(inputs_from_shapes(input_shapes))
+        leaves = [s.arg.value if isinstance(s.arg, constant) else next(given) for s in specs]
+        return _positional(ep, leaves), "--input-shape"
     stored = getattr(ep, "example_inputs", None)
     if stored:
         args, kwargs = stored
-        if not kwargs:
-            return tuple(args), "the program's stored example inputs"
-    inputs = []
+        found = _stored_positional(ep, tuple(args), dict(kwargs or {}))
+        if found is not None:
+            how = " (keyword inputs passed in their positional slots)" if kwargs else ""
+            return found, f"the program's stored example inputs{how}"
     gen = torch.Generator().manual_seed(0)
-    for name in user_inputs:
-        val = vals.get(name)
-        if not isinstance(val, torch.Tensor):
-            raise LoadError(
-                f"{path}: the program does not store example inputs and its input '{name}' is not a tensor "
-                "of known shape; give the inputs with --input-shape."
-            )
-        shape = [int(s) for s in val.shape]
-        if val.dtype.is_floating_point:
-            inputs.append(torch.randn(shape, generator=gen, dtype=val.dtype))
-        elif val.dtype == torch.bool:
-            inputs.append(torch.zeros(shape, dtype=torch.bool))
-        else:
-            inputs.append(torch.zeros(shape, dtype=val.dtype))
-    return tuple(inputs), "random values of the program's input shapes"
+    leaves = [s.arg.value if isinstance(s.arg, constant) else _value_like(path, s.arg.name, vals.get(s.arg.name), gen)
+              for s in specs]
+    return _positional(ep, leaves), "random values of the program's input shapes"
+
+
+def _value_like(path: Path, name: str, val, gen: torch.Generator):
+    """A value for an input of the program's recorded ``meta['val']`` (seeded random floats)."""
+    if isinstance(val, (bool, int, float, str)) or val is None:
+        return val
+    if isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool):
+        hint = getattr(getattr(val, "node", None), "hint", None)
+        return hint if hint is not None else 1
+    if not isinstance(val, torch.Tensor):
+        raise LoadError(
+            f"{path}: the program does not store example inputs and its input '{name}' is a "
+            f"{type(val).__name__}, not a tensor of known shape; give the inputs with --input-shape."
+        )
+    shape = [_size(s) for s in val.shape]
+    if val.dtype.is_floating_point:
+        return torch.randn(shape, generator=gen, dtype=val.dtype)
+    if val.dtype == torch.bool:
+        return torch.zeros(shape, dtype=torch.bool)
+    return torch.zeros(shape, dtype=val.dtype)
+
+
+def _size(dim) -> int:
+    """A dimension's size: itself, or a symbolic size's example value (its hint)."""
+    if isinstance(dim, int):
+        return dim
+    hint = getattr(getattr(dim, "node", None), "hint", None)
+    return int(hint) if hint is not None else 2
+
+
+def _call_structure(ep) -> tuple[int, list[str]] | None:
+    """(number of positional args, keyword names in order) of the program's ``in_spec``, or None
+    when its inputs are nested beyond one level of positional and keyword arguments."""
+    spec = ep.call_spec.in_spec
+    if spec is None:
+        return None
+    from fxstudio.core import fx_compat
+
+    try:
+        args, kwargs = fx_compat.tree_unflatten(list(range(spec.num_leaves)), spec)
+    except Exception:  # noqa: BLE001 - an unusual spec: keep the leaves as they are
+        return None
+    return len(args), list(kwargs)
+
+
+def _positional(ep, leaves: list) -> tuple:
+    """The flat input ``leaves`` (in the program's input order) as the positional arguments of
+    ``ep.module()``, whose forward takes the positional then the keyword arguments, in order."""
+    spec = ep.call_spec.in_spec
+    if spec is None or _call_structure(ep) is None:
+        return tuple(leaves)
+    from fxstudio.core import fx_compat
+
+    args, kwargs = fx_compat.tree_unflatten(list(leaves), spec)
+    return tuple(args) + tuple(kwargs.values())
+
+
+def _stored_positional(ep, args: tuple, kwargs: dict) -> tuple | None:
+    """The stored ``(args, kwargs)`` as positional arguments of ``ep.module()``; None when they do
+    not fit the program's signature."""
+    if not kwargs:
+        return args
+    structure = _call_structure(ep)
+    if structure is None or structure[0] != len(args) or set(structure[1]) != set(kwargs):
+        return None
+    return args + tuple(kwargs[k] for k in structure[1])
 
 
 def _check_shapes(path: Path, shapes, vals) -> None:

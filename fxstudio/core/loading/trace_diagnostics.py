@@ -146,10 +146,50 @@ def trace_error(
     module = _innermost_module(frames, root)
     function = _called_function(frames, user) if user is not None else None
     flags = _flag_params(root)
-    remedy = _remedy(exc, tracer, module, function, [name for name, _ in flags])
+    hf = _hf_remedy(exc, tracer, root, [name for name, _ in flags])
+    if hf is not None:
+        remedy, error_remedy = hf
+    else:
+        remedy = _remedy(exc, tracer, module, function, [name for name, _ in flags])
+        error_remedy = suggested_options(exc, tracer, module, function, flags)
     error = TraceError(f"Tracing {display} with the {tracer} tracer failed{where}: {_summary(exc)}. {remedy}")
-    error.remedy = suggested_options(exc, tracer, module, function, flags)
+    error.remedy = error_remedy
     return error
+
+
+def _is_hf_model(root: nn.Module) -> bool:
+    """Whether ``root`` is or holds a Hugging Face ``transformers`` model (by its classes' modules;
+    nothing is imported)."""
+    return any(
+        getattr(cls, "__module__", "").startswith("transformers.")
+        for m in root.modules()
+        for cls in type(m).__mro__
+    )
+
+
+def _hf_remedy(exc: BaseException, tracer: str, root: nn.Module, flags: list[str]) -> tuple[str, TraceRemedy] | None:
+    """The concrete fix for a Hugging Face model (issue #15): a cache object in the output under
+    export (``use_cache=True``), or fx's ``symbolic_trace``, which no longer traces transformers
+    models (transformers 5 dropped its fx tracer). None when neither applies."""
+    if not _is_hf_model(root):
+        return None
+    text = f"{type(exc).__name__} {exc}"
+    has_flag = "use_cache" in flags
+    option = "--concrete-arg use_cache=False"
+    remedy = TraceRemedy("export", concrete_args=("use_cache=False",)) if has_flag else TraceRemedy("export")
+    wrapper = ("or wrap the model in a module whose forward returns tensors "
+               "(`return self.model(input_ids, use_cache=False).logits`)")
+    if tracer == "export" and "Cache" in text and "output" in text:
+        how = f"open it with {option}" if has_flag else "call it with use_cache=False"
+        return (f"This Hugging Face transformers model returns its key/value cache (use_cache=True), which "
+                f"torch.export cannot return as a graph output: {how} (the graph then returns the logits), "
+                f"{wrapper}.", remedy)
+    if tracer == "fx":
+        how = f"--tracer export {option}" if has_flag else "--tracer export, calling the model with use_cache=False"
+        return (f"torch.fx symbolic_trace cannot trace Hugging Face transformers models (transformers 5 has no "
+                f"fx tracer); open it with the export tracer instead: {how} (a wrapper whose forward returns "
+                "tensors does not make fx work: trace it with --tracer export too).", remedy)
+    return None
 
 
 def _flag_params(root: nn.Module) -> list[tuple[str, object]]:

@@ -41,20 +41,24 @@ def match_nodes(old: Sequence[torch.fx.Node], new: Sequence[torch.fx.Node]) -> d
     return matched
 
 
-def _shape(value: Any, key: Callable[[torch.fx.Node], Any]) -> Any:
-    """``value`` with nodes replaced by ``("%", key(node))``, for comparing arguments across graphs."""
-    return torch.fx.node.map_aggregate(value, lambda v: ("%node", key(v)) if isinstance(v, torch.fx.Node) else v)
-
-
 def same_call(old: torch.fx.Node, new: torch.fx.Node, old_key: Callable[[torch.fx.Node], Any],
               new_key: Callable[[torch.fx.Node], Any]) -> bool:
     """Whether a matched pair has the same kind, target, args and kwargs (nodes compared by key)."""
     if old.op != new.op or not _same_target(old.target, new.target):
         return False
     try:
-        return bool(_shape((old.args, old.kwargs), old_key) == _shape((new.args, new.kwargs), new_key))
+        return bool(_keyed((old.args, old.kwargs), old_key) == _keyed((new.args, new.kwargs), new_key))
     except Exception:  # noqa: BLE001 - values whose == is not a bool (tensors): treat as changed
         return False
+
+
+_NODE = object()  # marks a node's key in _keyed's result: no literal argument can equal it
+
+
+def _keyed(value: Any, key: Callable[[torch.fx.Node], Any]) -> Any:
+    """``value`` with each node replaced by ``(_NODE, key(node))``, for comparing arguments across
+    graphs (``map_arg`` rebuilds the containers and calls ``key`` on nodes only)."""
+    return torch.fx.node.map_arg(value, lambda n: (_NODE, key(n)))
 
 
 def _same_target(a: Any, b: Any) -> bool:

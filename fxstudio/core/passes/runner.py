@@ -1,7 +1,8 @@
 """Running a pass on a copy of the edited module, with its failures contained.
 
-The pass gets a *working copy*: its own graph (a deep copy, node metadata included), its own
-``GraphModule`` class (recompiling it changes nobody else's code) and its own module objects, so
+The pass gets a *working copy*: its own graph (a deep copy, node metadata shallow-copied), its own
+``GraphModule`` class (recompiling it changes nobody else's code; compiling is deferred, so the pass's
+own ``recompile()`` is free and the result is compiled once, after the pass) and its own module objects, so
 replacing a submodule, a parameter or a buffer changes the copy only. Tensors are shared with the
 document for the built-in passes (none writes into a tensor). A user's pass gets clones, since code
 such as ``conv.weight.data.mul_(2)`` would otherwise write into the loaded model; after the pass,
@@ -15,6 +16,10 @@ pass, the exception and the line of the pass file; the document is never touched
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +31,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.loading import user_frame
-from fxstudio.core.module_state import CannotCopy, run_copy, share_graph_module
-
-_TABLES = fx_compat.MODULE_TABLES
+from fxstudio.core.module_state import CannotCopy, run_copy
 
 
 @dataclass
@@ -47,7 +50,12 @@ def root_tensor_attrs(gm: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def working_copy(gm: torch.fx.GraphModule, share_tensors: bool) -> WorkingCopy:
     """A copy of ``gm`` for a pass (see the module docstring); ``share_tensors=False`` clones
-    every parameter, buffer and tensor attribute."""
+    every parameter, buffer and tensor attribute.
+
+    What ``copy.deepcopy(gm)`` builds, less its cost: the graph is copied (node metadata shallow),
+    the module tree object by object (``run_copy``), and the copy gets a class of its own whose
+    ``recompile()`` defers compiling (``fx_compat.own_graph_module_class``): the pass's own
+    ``recompile()`` is free and the runner compiles once, after the pass."""
     clones: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def clone(t: torch.Tensor) -> torch.Tensor:
@@ -61,21 +69,34 @@ def working_copy(gm: torch.fx.GraphModule, share_tensors: bool) -> WorkingCopy:
         return t
 
     fn = keep if share_tensors else clone
-    work = share_graph_module(gm)
-    holder = torch.nn.Module()  # one copy of all the root's tables: tied weights stay tied
-    for table in _TABLES:
-        holder.__dict__[table] = dict(work.__dict__[table])
-    attrs = root_tensor_attrs(work)
-    holder.__dict__.update(attrs)
-    try:
-        copied = run_copy(holder, parameters=fn, buffers=fn)
-    except CannotCopy as exc:
-        raise EditRefused(f"Passes cannot run on this model: it holds a TorchScript submodule ({exc}).") from None
-    for table in _TABLES:
-        work.__dict__[table] = copied.__dict__[table]
-    for name in attrs:
-        work.__dict__[name] = copied.__dict__[name]
+    with no_gc():
+        graph = copy.deepcopy(gm.graph)
+        try:
+            work = run_copy(gm, parameters=fn, buffers=fn)  # the root too: tied weights stay tied
+        except CannotCopy as exc:
+            raise EditRefused(f"Passes cannot run on this model: it holds a TorchScript submodule ({exc}).") from None
+    cls, deferred = fx_compat.own_graph_module_class(gm)
+    work.__class__ = cls
+    work.__dict__["_graph"] = graph
+    graph.owning_module = work
+    if not deferred:
+        fx_compat.compile_now(work)
+    for hook in getattr(gm, "_deepcopy_hooks", ()):
+        hook(work)
     return WorkingCopy(work, clones)
+
+
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """No cyclic garbage collection inside: copying a large model allocates ~100k objects, and the
+    full collections they would trigger each scan the whole heap (it doubled the copy's time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _bitwise_same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -83,7 +104,7 @@ def _bitwise_same(a: torch.Tensor, b: torch.Tensor) -> bool:
             or a.stride() != b.stride() or a.requires_grad != b.requires_grad:
         return False
     try:
-        return bool(torch.equal(a.detach(), b.detach()))
+        return bool(torch.equal(a, b))  # not differentiable: no detach needed
     except Exception:  # noqa: BLE001 - a tensor that cannot be compared stays a copy
         return False
 
@@ -103,13 +124,11 @@ def reshare(module: torch.nn.Module, clones: dict[int, tuple[torch.Tensor, torch
         return decided[id(t)]
 
     for m in module.modules():
-        for table in ("_parameters", "_buffers"):
-            values = m.__dict__[table]
-            for k, t in list(values.items()):
-                values[k] = original(t)
-        for k, v in list(vars(m).items()):
-            if isinstance(v, torch.Tensor):
-                m.__dict__[k] = original(v)
+        body = m.__dict__
+        for values in (body["_parameters"], body["_buffers"], body):  # values replaced, no key added
+            for k, t in values.items():
+                if id(t) in clones and isinstance(t, torch.Tensor):
+                    values[k] = original(t)
 
 
 def _call(obj: Any, work: torch.fx.GraphModule, label: str) -> Any:
@@ -140,9 +159,16 @@ def run_pass_object(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path |
     """Run the pass ``obj`` (a function ``f(gm) -> GraphModule | PassResult | None``, a
     ``Transformer`` subclass, a ``PassBase`` subclass or instance) on a working copy of ``gm`` and
     return the checked, recompiled result; ``gm`` is never changed. ``path``: the pass file, whose
-    line a failure names."""
-    copy = working_copy(gm, share_tensors)
-    work = copy.module
+    line a failure names. No cyclic collection runs meanwhile (``no_gc``; the window's collector
+    keeps it off on worker threads anyway)."""
+    with no_gc():
+        return _run_checked(obj, gm, label, path, share_tensors)
+
+
+def _run_checked(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | None,
+                 share_tensors: bool) -> torch.fx.GraphModule:
+    working = working_copy(gm, share_tensors)
+    work = working.module
     try:
         out = _call(obj, work, label)
     except KeyboardInterrupt:
@@ -167,7 +193,7 @@ def run_pass_object(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path |
         raise EditRefused(f"The pass {label} left a graph that fails lint(): {_first_line(exc)}; "
                           "nothing was changed.") from None
     try:
-        out.recompile()
+        fx_compat.compile_now(out)  # the one compile (a working copy defers the pass's own recompile())
     except Exception as exc:  # noqa: BLE001 - code that does not compile
         raise EditRefused(f"The pass {label} left a graph whose code does not compile ({type(exc).__name__}: "
                           f"{_first_line(exc)}); nothing was changed.") from None
@@ -177,5 +203,5 @@ def run_pass_object(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path |
         raise EditRefused(f"The pass {label} changed the model's inputs ({', '.join(map(str, before)) or 'none'} → "
                           f"{', '.join(map(str, after)) or 'none'}): the example inputs would no longer fit; "
                           "nothing was changed.")
-    reshare(out, copy.clones)
+    reshare(out, working.clones)
     return out

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from fxstudio.core.layout import EdgeRoute, GroupBox, NodeBox
 from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.card_rows import RowFace, WeightRow, paint_rows, port_offsets, row_index_at, rows_height
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class CardInfo:
     ports: list[PortSpec] = field(default_factory=list)
     consts: str = ""      # the constant (non-node) arguments, short: ``× 2``, ``max=5.0``
     dead: bool = False    # no node uses its value and it is not the output: DCE would drop it
+    rows: tuple[WeightRow, ...] = ()   # folded weights drawn inside the card (card_rows.py)
 
 
 def _lod(painter: QPainter) -> float:
@@ -107,7 +109,8 @@ class _Face:
         if info.shape:
             lines.append((info.shape, "small" if len(lines) > 1 else "body", st.TEXT_MUTED))
         self.lines = []
-        body_h = h - hh
+        body_h = h - hh - rows_height(len(info.rows))
+        self.rows = RowFace(info.rows, w, h) if info.rows else None
         if lines and body_h > 8:
             heights = [_metrics(role).height() for _, role, _ in lines]
             gap = max(body_h - sum(heights), 0.0) / (len(lines) + 1)
@@ -117,13 +120,14 @@ class _Face:
                 if inline and text is target:
                     self.lines.append((_static(info.consts, "body"), QPointF(_PAD + after, y), st.pen(st.TEXT_CONST), "body"))
                 y += lh + gap
-        n = len(info.ports)
-        self.ports = [QPointF(w * (i + 1) / (n + 1), 0.0) for i in range(n)]
+        on_rows = {r.name for r in info.rows}
+        top = [(p, x) for p, x in zip(info.ports, port_offsets(info.ports, info.rows, w, h)) if p.src not in on_rows]
+        self.ports = [x for _, x in top]   # on the top edge; the rows paint their own
         sh = _metrics("small").height()
-        # A single input needs no index: "0" over the only port says nothing.
-        labelled = not (n == 1 and info.ports[0].label == "0")
+        # A single input needs no index: "0" over the only port says nothing (nor "1" beside rows).
+        labelled = not (len(top) == 1 and (top[0][0].label == "0" or info.rows))
         self.port_labels = [(_static(p.label, "small"), QPointF(x.x() + st.PORT_R + 2, -3.0 - sh + 2))
-                            for p, x in zip(info.ports, self.ports)] if labelled else []
+                            for p, x in top] if labelled else []
 
 
 def _target_text(target: str, width: float, name: str = "") -> str:
@@ -155,6 +159,9 @@ class NodeCard(QGraphicsItem):
         self.score: float | None = None   # the tolerance score behind the tint (for the tooltip)
         self.diff_kind = ""       # "added" / "changed" since the original graph: an outline
         self.diff_color: QColor | None = None
+        self.row_marks: dict[int, str] = {}   # folded weight id -> "match" / "current" (search)
+        self.row_selected: frozenset[int] = frozenset()   # selected folded weights
+        self._ports: list[QPointF] | None = None   # card-relative port positions (card_rows.port_offsets)
         self._face: _Face | None = None
         self._rect = QRectF()
         self.box_key: tuple | None = None   # (x, y, w, h) of the layout box last applied (the scene's diff)
@@ -168,7 +175,7 @@ class NodeCard(QGraphicsItem):
         if (self._rect.width(), self._rect.height()) != (box.w, box.h):
             self.prepareGeometryChange()
             self._rect = QRectF(0, 0, box.w, box.h)
-            self._face = None
+            self._face = self._ports = None
         self.setPos(box.x, box.y)
         self.box_key = (box.x, box.y, box.w, box.h)
 
@@ -179,7 +186,7 @@ class NodeCard(QGraphicsItem):
     def set_info(self, info: CardInfo) -> None:
         """Show new node content (after an edit changed its target, arguments or name)."""
         self.info = info
-        self._face = None
+        self._face = self._ports = None
         self.setToolTip(self.default_tooltip())
         self.update()
 
@@ -216,9 +223,17 @@ class NodeCard(QGraphicsItem):
         return self._rect.adjusted(-4, -14, 4, 4)
 
     def port_pos(self, index: int) -> QPointF:
-        """Scene position of input port ``index`` (ports are spread evenly along the top edge)."""
-        n = len(self.info.ports)
-        return QPointF(self.x() + self._rect.width() * (index + 1) / (n + 1), self.y())
+        """Scene position of input port ``index`` (spread evenly along the top edge; a folded
+        weight's port at its row's left end)."""
+        if self._ports is None:
+            self._ports = port_offsets(self.info.ports, self.info.rows, self._rect.width(), self._rect.height())
+        return self.pos() + self._ports[index]
+
+    def row_at(self, scene_pos: QPointF) -> WeightRow | None:
+        """The folded weight's row under ``scene_pos``, or None."""
+        p = scene_pos - self.pos()
+        i = row_index_at(self.info.rows, self._rect.width(), self._rect.height(), p.x(), p.y())
+        return self.info.rows[i] if i is not None else None
 
     def port_pos_for(self, src: str, key: int | str) -> QPointF | None:
         """Scene position of the port fed by ``src`` at ``key``, or None."""
@@ -283,6 +298,9 @@ class NodeCard(QGraphicsItem):
                     current = role
                 painter.setPen(pen)
                 painter.drawStaticText(pos, text)
+            if face.rows is not None:
+                marks = {**dict.fromkeys(self.row_selected, "selected"), **self.row_marks}
+                paint_rows(painter, face.rows, self.info.rows, marks, True)
             if face.ports:
                 painter.setPen(st.pen(st.PORT_BORDER, 1.2))
                 painter.setBrush(st.brush(st.PORT_FILL))
@@ -517,8 +535,7 @@ class GroupFrame(_GroupItem):
             _paint_toggle(painter, QRectF(5, 3, st.TOGGLE, st.TOGGLE), expanded=True)
             painter.setPen(st.pen(st.FRAME_TEXT))
             painter.setFont(st.font("frame"))
-            text = QFontMetricsF(st.font("frame")).elidedText(
-                self.group.label, Qt.TextElideMode.ElideRight, self._rect.width() - st.TOGGLE - 16)
+            text = st.frame_label_text(self.group.label, QFontMetricsF(st.font("frame")), self._rect.width() - st.TOGGLE - 16)
             painter.drawText(QRectF(st.TOGGLE + 10, 2, self._rect.width() - st.TOGGLE - 14, st.FRAME_LABEL_H - 2),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
 

@@ -78,6 +78,64 @@ class CanvasNavigation:
         self._sync_lod()
         self.zoom_changed.emit(self.zoom())
 
+    def open_at_inputs(self) -> None:
+        """The opening view, as Netron opens: a graph readable whole at a zoom between
+        ``MIN_READABLE_ZOOM`` and 100 % is shown whole, centred; a bigger one opens at its inputs and
+        first operations: the top of the graph, at the zoom that fits the width of what the first
+        screen holds (never below ``MIN_READABLE_ZOOM``, never above 100 %), centred on the inputs
+        but never leaving an empty band beside that part of the graph."""
+        self.flush()
+        layout = self.canvas_scene.layout
+        if layout is None or not (layout.nodes or layout.groups):
+            return
+        x0, y0, x1, y1 = self.canvas_scene.bounds
+        vp = self.viewport().rect()
+        m = 30.0
+        z = min(max(min(vp.width() / (x1 - x0 + 2 * m), vp.height() / (y1 - y0 + 2 * m)), 0.0), MAX_FIT_ZOOM)
+        if z >= MIN_READABLE_ZOOM:
+            self._set_zoom(z)
+            self.centerOn(QRectF(x0, y0, x1 - x0, y1 - y0).center())
+        else:
+            boxes = list(layout.nodes.values()) + [g for g in layout.groups.values() if g.collapsed]
+            first = min(b.layer for b in boxes)
+            inputs = [b for b in boxes if b.layer == first]
+            cx = (min(b.x for b in inputs) + max(b.x + b.w for b in inputs)) / 2
+            z = MAX_FIT_ZOOM
+            for _ in range(3):   # the width of what the first screen shows depends on the zoom
+                bottom = y0 - m + vp.height() / z
+                top = _cluster([b for b in boxes if b.y < bottom] or boxes, cx, vp.width() / z / 3)
+                left, right = min(b.x for b in top), max(b.x + b.w for b in top)
+                z = min(max(vp.width() / (right - left + 2 * m), MIN_READABLE_ZOOM), MAX_FIT_ZOOM)
+            self._set_zoom(z)
+            half = vp.width() / 2 / z
+            if right - left + 2 * m <= 2 * half:
+                cx = (left + right) / 2
+            else:   # keep the view over the graph: no empty band left or right of it
+                cx = min(max(cx, left - m + half), right + m - half)
+            self.centerOn(QPointF(cx, y0 - m + vp.height() / 2 / z))
+        self._sync_lod()
+        self.zoom_changed.emit(self.zoom())
+
+    def set_fold_weights(self, on: bool) -> None:
+        """Draw weights used by one op as rows of its card (True) or as cards of their own, keeping
+        the centre of the view on the same node where it can."""
+        if on == self.fold_weights:
+            return
+        self.flush()
+        self.fold_weights = on
+        if self.document is None or self.canvas_scene.layout is None:
+            return
+        centre = self.mapToScene(self.viewport().rect().center())
+        scene = self.canvas_scene
+        near = min(scene.cards.values(), default=None,   # the card nearest the centre stays put
+                   key=lambda c: (c.x() + c.size()[0] / 2 - centre.x()) ** 2 + (c.y() - centre.y()) ** 2)
+        before = QPointF(near.x(), near.y()) if near is not None else None
+        name = near.info.name if near is not None else None
+        self._relayout(previous=None)
+        card = scene.cards.get(name) if name is not None else None
+        if card is not None and before is not None:
+            self.centerOn(centre + QPointF(card.x(), card.y()) - before)
+
     def _set_zoom(self, z: float) -> None:
         z = min(max(z, MIN_SCALE), MAX_SCALE)
         self.setTransform(self.transform().fromScale(z, z))
@@ -106,7 +164,7 @@ class CanvasNavigation:
     def center_on_node(self, node_id: int) -> bool:
         """Scroll so the node's card is visible (centred if it was off screen); False if not shown."""
         self.flush()
-        item = self.canvas_scene.by_id.get(node_id)
+        item = self.canvas_scene.by_id.get(node_id) or self.canvas_scene.row_card(node_id)   # or its row's card
         if item is None and self.document is not None:   # inside a collapsed module: go to its card
             node = self.document.node(node_id)
             path = self.document.module_path_of(node) if node is not None else ""
@@ -151,3 +209,21 @@ class CanvasNavigation:
             return False
         self.selection.set([scene.cards[target].info.node_id])
         return True
+
+
+def _cluster(boxes: list, x: float, gap: float) -> list:
+    """The boxes of the horizontal cluster around ``x``: those not cut off from it by an empty
+    stretch wider than ``gap`` (a graph's main column, without the plumbing laid out far aside)."""
+    spans = sorted(boxes, key=lambda b: b.x)
+    groups: list[list] = []
+    right = None
+    for b in spans:
+        if right is None or b.x - right > gap:
+            groups.append([])
+            right = b.x + b.w
+        groups[-1].append(b)
+        right = max(right, b.x + b.w)
+    for group in groups:
+        if min(b.x for b in group) - gap / 2 <= x <= max(b.x + b.w for b in group) + gap / 2:
+            return group
+    return min(groups, key=lambda g: min(abs(b.x + b.w / 2 - x) for b in g))

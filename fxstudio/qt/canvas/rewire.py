@@ -64,6 +64,7 @@ class RewireDrag:
         self.band = RubberBand(card.port_pos(port_index))
         scene.addItem(self.band)
         self.hover: NodeCard | None = None
+        self.hover_src: str | None = None   # the hovered card's node, or the folded weight of its row
         self._reasons: dict[str, str | None] = {}
         for name, c in scene.cards.items():
             c.drag_state = "" if name in self.blocked else "legal"
@@ -98,20 +99,23 @@ class RewireDrag:
         return self.document.check_edit(self.edit_for(src_name))
 
     def move(self, pos: QPointF) -> None:
-        """Follow the cursor; colour the card under it green (legal) or red (refused, with tooltip)."""
+        """Follow the cursor; colour the card under it green (legal) or red (refused, with tooltip).
+        Over a folded weight's row the source is that weight."""
         card = self.scene.card_at(pos)
         if card is self.card and card.port_at(pos) is not None:
             card = None
-        if card is not self.hover:
+        row = card.row_at(pos) if card is not None else None
+        src = row.name if row is not None else card.info.name if card is not None else None
+        if card is not self.hover or src != self.hover_src:
             if self.hover is not None:
                 self.hover.drag_state = "" if self.hover.info.name in self.blocked else "legal"
                 self.hover.setToolTip(self.hover.default_tooltip())
                 self.hover.update()
-            self.hover = card
+            self.hover, self.hover_src = card, src
             if card is not None:
-                why = self.reason(card.info.name)
+                why = self.reason(src)
                 card.drag_state = "cycle" if why else "hover"
-                card.setToolTip(why or f"Feed {self.user.name}[{self.port.label}] from {card.info.name}")
+                card.setToolTip(why or f"Feed {self.user.name}[{self.port.label}] from {src}")
                 card.update()
         state = "" if self.hover is None else ("cycle" if self.hover.drag_state == "cycle" else "legal")
         self.band.move_to(pos, state)
@@ -120,14 +124,14 @@ class RewireDrag:
         """End the drag at ``pos``: ``(edit, None)`` to apply, ``(None, reason)`` for a refusal, or
         ``(None, None)`` when released on empty space or on the current source (a cancel)."""
         self.move(pos)
-        card = self.hover
+        src = self.hover_src if self.hover is not None else None
         self.finish()
-        if card is None or card.info.name == self.port.src:
+        if src is None or src == self.port.src:
             return None, None
-        why = self.reason(card.info.name)
+        why = self.reason(src)
         if why:
             return None, why
-        return self.edit_for(card.info.name), None
+        return self.edit_for(src), None
 
     def finish(self) -> None:
         """Remove the rubber band and every highlight."""

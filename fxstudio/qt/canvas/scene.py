@@ -20,6 +20,7 @@ from fxstudio.core.layout import routes_into
 from fxstudio.core.layout import Layout
 from fxstudio.core.node_text import card_target_text, edge_label, shape_text
 from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.card_rows import WeightRow, weight_rows
 from fxstudio.qt.canvas.items import CardInfo, EdgeItem, GroupCard, GroupFrame, NodeCard, PortSpec
 from fxstudio.qt.canvas.overview import OverviewItem, bounds
 
@@ -116,10 +117,18 @@ def _same(default, value) -> bool:
         return False
 
 
-def card_info(node: torch.fx.Node, node_id: int, gm: torch.nn.Module | None = None) -> CardInfo:
-    """Everything a card shows about ``node``."""
+def card_info(node: torch.fx.Node, node_id: int, gm: torch.nn.Module | None = None,
+              rows: tuple[WeightRow, ...] = ()) -> CardInfo:
+    """Everything a card shows about ``node``; ``rows``: the weights folded into it (``card_rows``)."""
     return CardInfo(node.name, node_id, node.op, card_target_text(node, gm), shape_text(node), input_ports(node),
-                    constants_text(node), not node.users and node.op != "output")
+                    constants_text(node), not node.users and node.op != "output", rows)
+
+
+def folded_hosts(layout: Layout | None) -> dict[str, tuple[str, ...]]:
+    """Host name → the weights folded into its card, as the layout left them out (``fold_weights``)."""
+    inputs = layout.inputs if layout is not None else None
+    hosts = inputs[1].hosts if inputs is not None else None
+    return hosts or {}
 
 
 class CanvasScene(QGraphicsScene):
@@ -151,6 +160,8 @@ class CanvasScene(QGraphicsScene):
         self._touched_cards: set[str] = set()   # cards added/moved/re-texted/removed by the last update
         self._ops: dict[str, str] = {}
         self._label_of: dict[str, tuple] = {}   # source name -> key of the edge item showing its shape
+        self._hosts: dict[str, tuple[str, ...]] = {}   # folded weights by host card (``folded_hosts``)
+        self._row_cards: dict[int, NodeCard] | None = {}   # folded weight id -> its host's card (None: stale)
         self.overview = OverviewItem()
         self.overview.setVisible(False)
         self.addItem(self.overview)
@@ -197,6 +208,7 @@ class CanvasScene(QGraphicsScene):
             ("cards_added", "cards_moved", "cards_retexted", "cards_removed", "groups_added", "groups_moved",
              "groups_removed", "edges_added", "edges_rerouted", "edges_removed"), 0)
         self.last_update["incremental"] = refresh is not None
+        refresh = self._rows_refresh(layout, refresh)
         nodes = {n.name: n for n in gm.graph.nodes}
         self._sync_cards(nodes, layout, id_of, refresh)
         self._sync_groups(layout)
@@ -207,6 +219,28 @@ class CanvasScene(QGraphicsScene):
         m = 200.0
         self.setSceneRect(QRectF(x0 - m, y0 - m, (x1 - x0) + 2 * m, (y1 - y0) + 2 * m))
         self.layout_changed.emit()
+
+    def _rows_refresh(self, layout: Layout, refresh: set[str] | None) -> set[str] | None:
+        """``refresh`` plus the hosts whose folded weights changed since the shown layout."""
+        old, new = self._hosts, folded_hosts(layout)
+        self._hosts = new
+        self._row_cards = None
+        if refresh is None or old is new or old == new:
+            return refresh
+        return set(refresh) | {h for h in old.keys() | new.keys() if old.get(h) != new.get(h)}
+
+    def info_of(self, node: torch.fx.Node, id_of) -> CardInfo:
+        """What ``node``'s card shows now, its folded weights' rows included."""
+        folded = self._hosts.get(node.name, ())
+        rows = weight_rows(node, folded, id_of) if folded else ()
+        return card_info(node, id_of(node), self.graph_module, rows)
+
+    def row_card(self, node_id: int) -> NodeCard | None:
+        """The card showing the folded weight ``node_id`` as a row, or None."""
+        if self._row_cards is None:
+            self._row_cards = {r.node_id: card for host in self._hosts
+                               if (card := self.cards.get(host)) is not None for r in card.info.rows}
+        return self._row_cards.get(node_id)
 
     def _apply_delta(self, gm, layout: Layout, id_of, refresh: set[str], nodes: dict[str, torch.fx.Node]) -> bool:
         """Show a layout that differs from the shown one only in the input routes of ``layout.delta``'s
@@ -224,6 +258,7 @@ class CanvasScene(QGraphicsScene):
             return False
         self.graph_module = gm
         self.layout = layout
+        refresh = self._rows_refresh(layout, refresh)
         stats = self.last_update = dict.fromkeys(
             ("cards_added", "cards_moved", "cards_retexted", "cards_removed", "groups_added", "groups_moved",
              "groups_removed", "edges_added", "edges_rerouted", "edges_removed"), 0)
@@ -234,7 +269,7 @@ class CanvasScene(QGraphicsScene):
             card, node = self.cards.get(name), nodes.get(name)
             if card is None or node is None:
                 continue
-            info = card_info(node, id_of(node), gm)
+            info = self.info_of(node, id_of)
             if card.info != info:
                 card.set_info(info)
                 stats["cards_retexted"] += 1
@@ -287,6 +322,7 @@ class CanvasScene(QGraphicsScene):
             d.clear()
         self.by_id.clear()
         self._label_of = {}
+        self._hosts, self._row_cards = {}, {}
         self.overview.set_layout(Layout(), {})
         self.layout = None
         self.graph_module = None
@@ -308,7 +344,7 @@ class CanvasScene(QGraphicsScene):
             key = (box.x, box.y, box.w, box.h)
             if card is None:
                 node = nodes[name]
-                card = NodeCard(card_info(node, id_of(node), self.graph_module), box)
+                card = NodeCard(self.info_of(node, id_of), box)
                 card.box_key = key
                 self._add(card)
                 stats["cards_added"] += 1
@@ -317,7 +353,7 @@ class CanvasScene(QGraphicsScene):
             else:
                 if refresh is None or name in refresh:
                     node = nodes[name]
-                    info = card_info(node, id_of(node), self.graph_module)
+                    info = self.info_of(node, id_of)
                     if card.info != info:
                         ids_changed |= info.node_id != card.info.node_id
                         card.set_info(info)
@@ -467,8 +503,8 @@ class CanvasScene(QGraphicsScene):
             card = self.cards.get(node.name)
             if card is None or card.info.node_id != id_of(node):
                 return False
-            info = card_info(node, id_of(node), self.graph_module)
-            if info.ports != card.info.ports:
+            info = self.info_of(node, id_of)
+            if info.ports != card.info.ports or info.rows != card.info.rows:
                 return False
             infos.append((card, info))
         for card, info in infos:

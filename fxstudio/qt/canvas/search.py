@@ -27,7 +27,8 @@ def compile_pattern(pattern: str) -> re.Pattern | None:
 
 
 def matching(infos: list[CardInfo], pattern: str) -> list[str]:
-    """Names of the cards whose name, op or target matches ``pattern``, in the given order."""
+    """Names of the cards (or folded weights' rows: anything with ``name``, ``op``, ``target``)
+    whose name, op or target matches ``pattern``, in the given order."""
     rx = compile_pattern(pattern)
     if rx is None:
         return []
@@ -141,16 +142,41 @@ class CanvasSearch:
     def _rematch(self) -> None:
         cards = self.canvas_scene.cards
         for name in self._matches:
-            if name in cards:
-                cards[name].match = 0
-                cards[name].update()
-        self._matches = matching([c.info for c in cards.values()], self._pattern)
+            self._mark(name, 0)
+        infos: list = []
+        rows: dict = {}   # a folded weight's name -> (its host's card, its row): matched like a card
+        for card in cards.values():
+            infos.append(card.info)
+            for row in card.info.rows:
+                infos.append(row)
+                rows[row.name] = (card, row)
+        self._match_rows = rows
+        self._matches = matching(infos, self._pattern)
         self._match_index = min(self._match_index, len(self._matches) - 1)
         for name in self._matches:
-            cards[name].match = 1
-            cards[name].update()
+            self._mark(name, 1)
         self.search_bar.show_count(self._match_index + 1, len(self._matches))
         self._update_highlights()
+
+    def _found(self, name: str):
+        """(card, row) of a match: its own card and None, or the card showing it as ``row``."""
+        card = self.canvas_scene.cards.get(name)
+        if card is not None:
+            return card, None
+        return getattr(self, "_match_rows", {}).get(name, (None, None))
+
+    def _mark(self, name: str, level: int) -> None:
+        """Mark a match on its card or row: 0 none, 1 a match, 2 the current match."""
+        card, row = self._found(name)
+        if card is None:
+            return
+        if row is None:
+            card.match = level
+        elif level:
+            card.row_marks[row.node_id] = "current" if level == 2 else "match"
+        else:
+            card.row_marks.pop(row.node_id, None)
+        card.update()
 
     def _update_highlights(self) -> None:
         """Tell the overview which nodes to mark: matches, the current match, the selection."""
@@ -177,18 +203,15 @@ class CanvasSearch:
         """Go to (centre on and select) the next match; wraps around. Returns its name."""
         if not self._matches:
             return None
-        cards = self.canvas_scene.cards
         old = self.current_match()
         if old is not None:
-            cards[old].match = 1
-            cards[old].update()
+            self._mark(old, 1)
         self._match_index = (self._match_index + step) % len(self._matches)
         name = self._matches[self._match_index]
-        card = cards[name]
-        card.match = 2
-        card.update()
+        self._mark(name, 2)
+        card, row = self._found(name)
         self.centerOn(card.sceneBoundingRect().center())
-        self.selection.set([card.info.node_id])
+        self.selection.set([row.node_id if row is not None else card.info.node_id])
         self.search_bar.show_count(self._match_index + 1, len(self._matches))
         self._update_highlights()
         return name
@@ -196,8 +219,11 @@ class CanvasSearch:
     def select_all_matches(self) -> int:
         """Select every card matching the current search (the find bar's "Select all"); returns how many."""
         self.flush()
-        cards = self.canvas_scene.cards
-        ids = [cards[name].info.node_id for name in self._matches if name in cards]
+        ids = []
+        for name in self._matches:
+            card, row = self._found(name)
+            if card is not None:
+                ids.append(row.node_id if row is not None else card.info.node_id)
         if ids:
             self.selection.set(ids)
         return len(ids)

@@ -132,3 +132,15 @@ def rgb_pen(rgb: int, width: float = 1.0, cosmetic: bool = False) -> QPen:
 def frame_fill(depth: int) -> QColor:
     """Fill of a module frame at nesting ``depth`` (0 = outermost)."""
     return _color(FRAME_FILLS[min(depth, len(FRAME_FILLS) - 1)])
+
+
+def frame_label_text(label: str, fm, room: float) -> str:
+    """A frame's label as it fits in ``room`` pixels (``fm``: the frame font's metrics):
+    ``m.h.0.mlp.dropout · Dropout`` in full, else with the path cut to its last part
+    (``dropout · Dropout``: the frames around say the rest), else elided."""
+    if fm.horizontalAdvance(label) <= room:
+        return label
+    path, sep, rest = label.partition(" · ")
+    if "." in path:
+        label = path.rsplit(".", 1)[-1] + sep + rest
+    return fm.elidedText(label, Qt.TextElideMode.ElideRight, room)

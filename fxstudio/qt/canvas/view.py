@@ -17,11 +17,13 @@ from PySide6.QtGui import QPainter
 from PySide6.QtWidgets import QFrame, QGraphicsView, QToolTip, QWidget
 
 from fxstudio.core.errors import EditRefused
+from fxstudio.qt.canvas.card_rows import mark_selected_rows
 from fxstudio.qt.canvas.hint import CanvasHint
 from fxstudio.qt.canvas.items import GroupCard
 from fxstudio.qt.canvas.minimap import Minimap
 from fxstudio.qt.canvas.navigation import MIN_READABLE_ZOOM, ZOOM_STEP, CanvasNavigation  # noqa: F401 (re-exported)
 from fxstudio.qt.canvas.overlays import CanvasOverlays
+from fxstudio.qt.canvas.repeat_fold import RepeatFolding
 from fxstudio.qt.canvas.rewire import RewireDrag
 from fxstudio.qt.canvas.scene import CanvasScene
 from fxstudio.qt.canvas.search import CanvasSearch, SearchBar
@@ -67,6 +69,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.selection = selection
         self.document = None
         self.collapsed: set[str] = set()
+        self.repeats = RepeatFolding()   # View ▸ Fold Repeated Blocks (repeat_fold.py)
+        self.fold_weights = True   # weights used by one op are rows of its card (View ▸ Fold Weights into Cards)
         self._subscription = DocumentSubscription(self._on_event)
         self._pending: list = []      # document events not drawn yet
         self._drag: RewireDrag | None = None
@@ -76,6 +80,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self._band: SelectionBand | None = None   # a Shift/Ctrl+drag on empty space (selection_band.py)
         self._panned = False
         self._matches: list[str] = []
+        self._row_selected: list = []   # cards marking a selected folded weight's row
         self._match_index = -1
         self._pattern = ""
 
@@ -125,6 +130,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self._pending = []
         self.document = doc
         self.collapsed = set()
+        self.repeats.reset()
         self.clear_overlays()   # a run's divergence and a diff belong to the document they came from
         if doc is None:
             self.canvas_scene.clear_graph()
@@ -152,15 +158,18 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         return super().event(event)
 
     def show_start(self) -> None:
-        """The opening view: the readable fit (``fit_readable``), as Netron opens; Shift+F fits all."""
-        self.fit_readable()
+        """The opening view: the whole graph when it reads at that size, else its inputs and first
+        operations at a readable zoom (``open_at_inputs``), as Netron opens; Shift+F fits all."""
+        self.open_at_inputs()
 
     def _relayout(self, previous, refresh: set[str] | None = None, changed: list | None = None,
                   nodes: dict | None = None) -> None:
         from fxstudio.core.layout import compute_layout
 
         gm = self.document.edited
-        layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous, changed=changed)
+        layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous, changed=changed,
+                                fold_weights=self.fold_weights, merged=self.repeats.merged)
+        self.repeats.label(layout)
         scene = self.canvas_scene
         scene.show_graph(gm, layout, self.document.id_of, refresh, nodes)
         if scene.last_update.get("geometry") is False:
@@ -264,6 +273,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
     def toggle_group(self, path: str) -> None:
         """Collapse or expand the module group ``path``, keeping its corner where it was on screen."""
         self.flush()
+        if self.repeats.unfold(self, path):
+            return
         before = self._group_corner(path)
         anchor = self.mapFromScene(before) if before is not None else None
         if path in self.collapsed:
@@ -290,11 +301,13 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
 
     def _apply_selection(self, scroll: bool, cards=None) -> None:
         ids = set(self.selection.ids())
-        for card in self.canvas_scene.cards.values() if cards is None else cards:
+        scene = self.canvas_scene
+        for card in scene.cards.values() if cards is None else cards:
             sel = card.info.node_id in ids
             if card.selected != sel:
                 card.selected = sel
                 card.update()
+        self._row_selected = mark_selected_rows(scene, ids, self._row_selected)   # folded weights' rows
         self._update_highlights()
         current = self.selection.current()
         if scroll and current is not None:
@@ -330,7 +343,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
             return event.accept()
         if card is not None:
             ids = self.selection.ids()
-            nid = card.info.node_id
+            row = card.row_at(pos) if not scene.in_overview() else None
+            nid = row.node_id if row is not None else card.info.node_id   # a row selects its weight
             if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
                 self.selection.set([i for i in ids if i != nid] if nid in ids else ids + [nid])
             else:
@@ -528,7 +542,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.search_bar.adjustSize()
         self.search_bar.move(vp.right() - self.search_bar.width() - 10, vp.top() + 10)
         self._place_legend()
-        if self.hint.isVisible():
+        if not self.hint.isHidden():   # not isVisible(): that is False until the window is shown
             width = max(min(vp.width() - self.minimap.width() - 40, 640), 200)
             self.hint.setFixedWidth(width)
             height = self.hint.heightForWidth(width) if self.hint.hasHeightForWidth() else self.hint.sizeHint().height()

@@ -1,12 +1,13 @@
 """Opening user files: entry resolution, example inputs, reloads, .pt2 archives and pickles."""
 
+import re
 import textwrap
 
 import pytest
 import torch
 
 from fxstudio.core.errors import LoadError
-from fxstudio.core.loading import load_model
+from fxstudio.core.loading import load_model, shapes_unknown
 from fxstudio.resources import EXAMPLES_DIR
 
 MODULE_HEAD = "import torch\nfrom torch import nn\n\n"
@@ -123,9 +124,19 @@ def test_inputs_from_shapes_or_a_clear_request(tmp_path):
         def forward(self, x, y):
             return x + y
     """)
-    with pytest.raises(LoadError, match=r"no example inputs .*forward takes: x, y.*--input-shape 1,3,224,224"):
-        load_model(f)
+    # issue #15 defect 5: fx traces without inputs; the model opens with its shapes unknown and says how to give them
+    unknown = load_model(f)
+    assert unknown.example_inputs == () and shapes_unknown(unknown)
+    assert all(n.meta.get("fxs_shape") is None for n in unknown.graph_module.graph.nodes)
+    note = next(n for n in unknown.notes if n.startswith("shapes unknown"))
+    assert re.search(r"forward takes: x, y.*--input-shape 1,3,224,224", note), note
+    assert not any("failed" in n for n in unknown.notes), unknown.notes  # nothing ran, nothing failed
+    torch.testing.assert_close(unknown.graph_module(torch.ones(2), torch.ones(2)), torch.full((2,), 2.0))
+    # torch.export runs the model: without inputs it is still refused, saying fx needs none
+    with pytest.raises(LoadError, match=r"no example inputs .*forward takes: x, y.*--input-shape 1,3,224,224.*fx tracer"):
+        load_model(f, tracer="export")
     loaded = load_model(f, input_shapes=[(2, 3), (2, 3)])
+    assert not shapes_unknown(loaded)
     assert [tuple(t.shape) for t in loaded.example_inputs] == [(2, 3), (2, 3)]
     add = next(n for n in loaded.graph_module.graph.nodes if n.op == "call_function")
     assert add.meta["fxs_shape"] == (2, 3)

@@ -1,0 +1,234 @@
+"""The structure of a ``.pt2`` program, read from its checked JSON before torch rebuilds it (issue #15).
+
+``structure_model`` turns the archive's serialized graph (already parsed and checked by
+``pt2_archive``) into a view-only ``LoadedModel``: the same nodes, with the same names and edges,
+that the full open shows (weights as ``get_attr`` nodes named after their paths, as ``ep.module()``
+unlifts them), over a module whose weights are ``meta`` tensors of the stored shapes (no memory,
+nothing read from the archive's weights). The window draws it at once while the program
+deserializes in the worker, then swaps in the editable document. A program this reader does not
+understand (higher-order operators, symbolic sizes) gives ``None``: the window then waits for the
+full open, as before.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx
+
+from fxstudio.core.metadata import annotate
+from fxstudio.core.model import LoadedModel
+
+KEYWORD = 2  # schema.ArgumentKind.KEYWORD of a serialized node input (POSITIONAL is 1)
+_LITERALS = ("as_int", "as_float", "as_bool", "as_string", "as_ints", "as_floats", "as_bools", "as_strings")
+VIEW_ONLY_NOTE = "view only while the weights load"
+# schema.ScalarType codes of the serialized format (versioned with it), by torch dtype name: read
+# here without importing torch._export.serde, which takes seconds and is the full open's business.
+_DTYPES = {1: "uint8", 2: "int8", 28: "uint16", 3: "int16", 4: "int32", 5: "int64", 6: "float16", 7: "float32",
+           8: "float64", 9: "complex32", 10: "complex64", 11: "complex128", 12: "bool", 13: "bfloat16",
+           29: "float8_e4m3fn", 30: "float8_e5m2", 31: "float8_e4m3fnuz", 32: "float8_e5m2fnuz",
+           33: "float8_e8m0fnu", 34: "uint32", 35: "uint64"}
+
+
+class _Unsupported(Exception):
+    """A part of the program the structure reader leaves to the full open."""
+
+
+def structure_model(path: Path, program: dict) -> LoadedModel | None:
+    """A view-only ``LoadedModel`` of the checked program JSON ``program``, or None (see the module)."""
+    try:
+        gm, inputs = _graph_module(program)
+    except (_Unsupported, KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError):
+        return None
+    # The inputs: zeros of the program's input shapes and its recorded constants (the shapes are
+    # known, nothing asks for them); the weights stay meta tensors, so nothing computes on them.
+    return LoadedModel(path=path, kind="pt2", module=gm, graph_module=gm, example_inputs=inputs, tracer="export",
+                       entry="", user_module=None, exported_program=None, notes=[VIEW_ONLY_NOTE])
+
+
+def _graph_module(program: dict) -> tuple[torch.fx.GraphModule, tuple]:
+    module_json = program["graph_module"]
+    graph_json, signature = module_json["graph"], module_json["signature"]
+    tensors = graph_json.get("tensor_values") or {}
+    graph = torch.fx.Graph()
+    root = torch.nn.Module()
+    env: dict[str, torch.fx.Node] = {}
+
+    def meta_tensor(name: str) -> torch.Tensor | None:
+        """A ``meta`` tensor of the stored shape and dtype of value ``name`` (None: symbolic sizes)."""
+        info = tensors.get(name)
+        if not isinstance(info, dict):
+            return None
+        sizes = []
+        for size in info.get("sizes", []):
+            if "as_int" not in size:
+                return None
+            sizes.append(int(size["as_int"]))
+        dtype = getattr(torch, _DTYPES.get(info.get("dtype"), "float32"), torch.float32)
+        return torch.empty(sizes, dtype=dtype, device="meta")
+
+    # Weights first, as ep.module() puts its get_attr nodes, then the user inputs, in spec order.
+    user_inputs = []
+    for spec in signature["input_specs"]:
+        (kind, body), = spec.items()
+        if kind == "constant_input":  # a non-tensor input recorded in the program: a placeholder, no value
+            user_inputs.append(("constant", body["name"], _literal(body.get("value") or {"as_none": True})))
+            continue
+        if kind == "user_input":
+            arg = body["arg"]
+            if "as_tensor" not in arg:  # a non-tensor user input: left to the full open
+                raise _Unsupported("a non-tensor user input")
+            user_inputs.append(arg["as_tensor"]["name"])
+            continue
+        if kind not in ("parameter", "buffer", "tensor_constant"):
+            raise _Unsupported(kind)
+        target = body.get("parameter_name") or body.get("buffer_name") or body.get("tensor_constant_name")
+        name = body["arg"]["name"]
+        tensor = meta_tensor(name)
+        if tensor is None:
+            raise _Unsupported("a weight of symbolic size")
+        _set_path(root, target, tensor, parameter=kind == "parameter")
+        env[name] = graph.get_attr(target)
+        env[name].meta["val"] = tensor
+    inputs = []
+    for name in user_inputs:
+        if isinstance(name, tuple):
+            graph.placeholder(name[1])
+            inputs.append(name[2])
+        elif name is not None:
+            env[name] = graph.placeholder(name)
+            env[name].meta["val"] = value = meta_tensor(name)
+            # zeros of the input's shape: small, real (the Run pane reads their values), never run here
+            inputs.append(None if value is None else torch.zeros(value.shape, dtype=value.dtype))
+    for node in graph_json["nodes"]:
+        target = _operator(node["target"])
+        args, kwargs = [], {}
+        for item in node["inputs"]:
+            value = _argument(item["arg"], env)
+            if item.get("kind") == KEYWORD:
+                kwargs[item["name"]] = value
+            else:
+                args.append(value)
+        outputs = node["outputs"]
+        single = len(outputs) == 1 and "as_tensor" in outputs[0]
+        name = outputs[0]["as_tensor"]["name"] if single else (node.get("name") or None)
+        fx_node = graph.call_function(target, tuple(args), kwargs, name=name)
+        _metadata(fx_node, node.get("metadata") or {})
+        if single:
+            env[outputs[0]["as_tensor"]["name"]] = fx_node
+            fx_node.meta["val"] = meta_tensor(name)
+            continue
+        _unpack(graph, fx_node, outputs, env, meta_tensor)
+        fx_node.meta["val"] = tuple(user.meta.get("val") for user in fx_node.users)
+    for node in graph.nodes:  # values of symbolic size have no shape here
+        if node.meta.get("val") is None:
+            node.meta.pop("val", None)
+    results = [_argument(out, env) for out in graph_json["outputs"]]
+    out = graph.output(results[0] if len(results) == 1 and graph_json.get("is_single_tensor_return") else tuple(results))
+    if all(isinstance(r, torch.fx.Node) and r.meta.get("val") is not None for r in results):
+        out.meta["val"] = tuple(r.meta["val"] for r in results)  # as the deserializer records it
+    gm = torch.fx.GraphModule(root, graph, class_name="StructureOnly")
+    # Shapes from the stored values, module frames with class names, export plumbing hidden and
+    # weights folded into their cards: what the full open writes (``annotate``), nothing run.
+    annotate(gm, (), user_file=None, notes=[], exported=True)
+    return gm, tuple(inputs)
+
+
+def _operator(target: str) -> Any:
+    """``torch.ops.aten.linear.default`` (an operator name the archive checks allowed) as the op."""
+    parts = target.split(".")
+    if parts[:2] != ["torch", "ops"] or len(parts) != 5 or parts[2] in ("higher_order",):
+        raise _Unsupported(target)
+    op = torch.ops
+    for part in parts[2:]:
+        op = getattr(op, part)
+    return op
+
+
+def _argument(arg: dict, env: dict[str, torch.fx.Node]) -> Any:
+    (kind, value), = arg.items()
+    if kind == "as_tensor":
+        return env[value["name"]]
+    if kind == "as_tensors":
+        return [env[v["name"]] for v in value]
+    if kind == "as_optional_tensors":
+        return [None if "as_none" in v else env[v["as_tensor"]["name"]] for v in value]
+    if kind == "as_none":
+        return None
+    if kind in _LITERALS:
+        return value
+    if kind in ("as_scalar_type", "as_layout", "as_memory_format", "as_device"):
+        return None if kind != "as_device" else torch.device("meta")
+    raise _Unsupported(kind)
+
+
+def _literal(arg: dict) -> Any:
+    """The Python value of a serialized constant input (``as_bool``, ``as_int``, ..., ``as_none``)."""
+    (kind, value), = arg.items()
+    if kind == "as_none":
+        return None
+    if kind in _LITERALS:
+        return value
+    raise _Unsupported(kind)
+
+
+def _unpack(graph: torch.fx.Graph, node: torch.fx.Node, outputs: list, env: dict, meta_tensor) -> None:
+    """The ``getitem`` nodes the deserializer makes for an operator's several outputs."""
+    import operator
+
+    if len(outputs) == 1 and "as_tensors" in outputs[0]:
+        outputs = [{"as_tensor": t} for t in outputs[0]["as_tensors"]]
+    for i, out in enumerate(outputs):
+        if "as_tensor" in out:
+            name = out["as_tensor"]["name"]
+            env[name] = item = graph.call_function(operator.getitem, (node, i), name=name)
+            item.meta.update({k: node.meta[k] for k in ("nn_module_stack", "stack_trace") if k in node.meta})
+            item.meta["val"] = meta_tensor(name)
+        elif "as_none" not in out:
+            raise _Unsupported("an output kind")
+
+
+def _set_path(root: torch.nn.Module, target: str, tensor: torch.Tensor, *, parameter: bool) -> None:
+    *path, leaf = target.split(".")
+    module = root
+    for part in path:
+        child = getattr(module, part, None)
+        if not isinstance(child, torch.nn.Module):
+            child = torch.nn.Module()
+            module.add_module(part, child)
+        module = child
+    if parameter:
+        module.register_parameter(leaf, torch.nn.Parameter(tensor, requires_grad=False))
+    else:
+        module.register_buffer(leaf, tensor)
+
+
+def _metadata(node: torch.fx.Node, metadata: dict) -> None:
+    """The stack trace and ``nn_module_stack`` (module frames) torch's deserializer would set."""
+    if metadata.get("stack_trace"):
+        node.meta["stack_trace"] = metadata["stack_trace"]
+    text = metadata.get("nn_module_stack")
+    if text:
+        stack = {}
+        for item in text.split(";"):  # "key,path,type", the type may hold commas inside brackets
+            parts = _split_top_level(item)
+            if len(parts) != 3:
+                return
+            stack[parts[0]] = (parts[1], parts[2])
+        node.meta["nn_module_stack"] = stack
+
+
+def _split_top_level(text: str) -> list[str]:
+    out, start, depth = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "[(":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return out
