@@ -169,6 +169,8 @@ def _in_app_opens(path: Path) -> tuple[list[float], list[float]]:
     tmp = tempfile.mkdtemp(prefix="fxs-bench-open-state-")
     os.environ["FXSTUDIO_STATE_DIR"] = os.path.join(tmp, "state")
     os.environ["FXSTUDIO_CONFIG_DIR"] = os.path.join(tmp, "config")
+    from PySide6.QtCore import QEventLoop, QTimer
+
     from fxstudio.qt.launch import make_app
     from fxstudio.qt.main_window import MainWindow
 
@@ -181,21 +183,33 @@ def _in_app_opens(path: Path) -> tuple[list[float], list[float]]:
     drawn, structure = [], []
     for _ in range(2):  # first open, reopen
         before = win.document
-        seen_structure = []
+        seen: dict[str, float] = {}
+        loop = QEventLoop()
+
+        def poll() -> None:  # the application's own event loop runs the open, as in the app
+            doc = win.document
+            if "structure" not in seen and doc is not None and doc is not before:
+                win.grab()  # the first frame with the view-only structure (or the graph)
+                seen["structure"] = time.perf_counter() - t
+            if doc is not None and doc is not before and not doc.read_only:
+                loop.quit()
+            elif win.open_flow.task is None and (doc is None or doc is before):
+                seen["failed"] = 1.0
+                loop.quit()
+
+        timer = QTimer()
+        timer.timeout.connect(poll)
+        timer.start(2)
         t = time.perf_counter()
         win.open_flow.open(str(path), origin="argument", ask_unsaved=False)
-        while win.document is None or win.document is before or win.document.read_only:
-            app.processEvents()
-            if not seen_structure and win.document is not None and win.document is not before:
-                win.grab()  # the first frame with the view-only structure
-                seen_structure.append(time.perf_counter() - t)
-            if win.open_flow.task is None and (win.document is None or win.document is before):
-                raise RuntimeError(f"{path.name} did not open in the window")
-            time.sleep(0.002)
+        loop.exec()
+        timer.stop()
+        if "failed" in seen:
+            raise RuntimeError(f"{path.name} did not open in the window")
         app.processEvents()
-        win.grab()  # the first frame with the graph
+        win.grab()  # the first frame with the editable graph
         drawn.append(time.perf_counter() - t)
-        structure.append(seen_structure[0] if seen_structure else drawn[-1])
+        structure.append(seen.get("structure", drawn[-1]))
         for _ in range(30):  # the old document is freed after a reopen
             app.processEvents()
             time.sleep(0.01)
@@ -385,14 +399,19 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _first_graph(cold: dict) -> float:
+    """Seconds to the first frame with the graph: its view-only structure, else the editable graph."""
+    return min(cold.get("structure_drawn", float("inf")), cold.get("graph_drawn", float("nan")))
+
+
 def _report(rows, torch_s: float, repeats: int, quick: bool) -> None:
     print(f"\n`python -c \"import torch\"`: {torch_s:.2f} s (median of {repeats}); {os.cpu_count()} CPUs"
           + ("; --quick: small archives" if quick else ""))
     print("\n| file | nodes | torch.export imports (first open) | archive read + checks | deserialize | ep.module() "
           "| annotate | Document | layout | load_model | in-app open → view-only graph (first / reopen) "
-          "| in-app open → editable graph (first / reopen) | cold start → window + progress | cold start → graph "
-          "| Netron page load → graph |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "| in-app open → editable graph (first / reopen) | cold start → window + progress | cold start → view-only graph "
+          "| cold start → editable graph | Netron page load → graph |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, s, cold, netron in rows:
         ref = netron if netron is not None else ISSUE_NETRON_S.get(name)
         netron_text = f"{netron:.1f} s" if netron is not None else (f"({ref:.1f} s, issue)" if ref and not quick else "—")
@@ -400,7 +419,7 @@ def _report(rows, torch_s: float, repeats: int, quick: bool) -> None:
               f"| {s.get('unlift', 0):.2f} | {s.get('annotate', 0):.2f} | {s['document']:.2f} | {s['layout']:.2f} "
               f"| {s['load_model']:.2f} | {s['in_app_structure'][0]:.2f} / {s['in_app_structure'][1]:.2f} "
               f"| {s['in_app'][0]:.2f} / {s['in_app'][1]:.2f} | {cold.get('progress_shown', float('nan')):.2f} "
-              f"| {cold.get('graph_drawn', float('nan')):.2f} | {netron_text} |")
+              f"| {_first_graph(cold):.2f} | {cold.get('graph_drawn', float('nan')):.2f} | {netron_text} |")
     print("\nGoals (issue #15): in-app open ≤ ½ Netron; cold start → window with progress ≤ 1.5× import torch; "
           "cold start → graph ≤ 2× Netron.")
     for name, s, cold, netron in rows:
@@ -410,7 +429,8 @@ def _report(rows, torch_s: float, repeats: int, quick: bool) -> None:
         if ref:
             parts.append(f"in-app → view-only graph {s['in_app_structure'][0] / ref:.2f}×, → editable "
                          f"{s['in_app'][0] / ref:.2f}× Netron")
-            parts.append(f"cold → graph {cold.get('graph_drawn', float('nan')) / ref:.2f}× Netron")
+            parts.append(f"cold → view-only graph {_first_graph(cold) / ref:.2f}×, → editable "
+                         f"{cold.get('graph_drawn', float('nan')) / ref:.2f}× Netron")
         print(f"- {name}: " + ", ".join(parts))
 
 

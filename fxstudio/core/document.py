@@ -59,16 +59,23 @@ class Command:
 class Document:
     """An opened model being edited (see docs/CONTRACTS.md for the full API)."""
 
-    def __init__(self, loaded: LoadedModel):
+    def __init__(self, loaded: LoadedModel, *, adopt_graph: bool = False, view_only: str | None = None):
+        """``adopt_graph``: the original takes ``loaded.graph_module``'s graph itself instead of a
+        copy (one copy less; for a loaded model nothing else will read, such as a ``.pt2``'s
+        structure preview). ``view_only``: the reason every edit is refused (``read_only``), set
+        from the start: the edited module then shares the original's graph (no copy)."""
         self.loaded = loaded
         # Both graph modules get their own graph (and node.meta dicts) but share the loaded one's
         # submodules, parameters and buffers: the weights are held once. Nothing writes into them:
         # edits only change the graph and the edited root's own submodule table, shapes are
         # refreshed on fake copies, and runs/exports work on copies (fxstudio.core.module_state).
-        self.original: torch.fx.GraphModule = share_graph_module(loaded.graph_module)
+        self.original: torch.fx.GraphModule = share_graph_module(
+            loaded.graph_module, loaded.graph_module.graph if adopt_graph else None)
         for i, node in enumerate(self.original.graph.nodes):
             node.meta[ID_KEY] = i
-        self.edited: torch.fx.GraphModule = share_graph_module(self.original)
+        # A view-only document never edits: its edited module shows the original's very graph.
+        self.edited: torch.fx.GraphModule = share_graph_module(
+            self.original, self.original.graph if view_only else None)
         self._state = EditState(self.edited, len(self.original.graph.nodes), loaded.user_module)
         self._commands: list[Command] = []
         self._index = 0
@@ -77,7 +84,7 @@ class Document:
         self._subscribers: list[Callable[[DocumentEvent], None]] = []
         self._shapes = ShapeRefresher(self.edited)
         self._serial = 0  # counts every change of the edited graph: a prepared pass is for one state
-        self.read_only: str | None = None
+        self.read_only: str | None = view_only
         """When set, the reason every edit is refused (``fxstudio.show`` opens a view-only window)."""
 
     # ------------------------------------------------------------------ module and nodes

@@ -245,6 +245,32 @@ def own_graph_module_class(gm: torch.fx.GraphModule) -> tuple[type, bool]:
     return cls, deferred
 
 
+def deferred_graph_module(root: nn.Module, graph: torch.fx.Graph, class_name: str) -> torch.fx.GraphModule:
+    """``GraphModule(root, graph, class_name)`` that generates its code when first used
+    (``torch.fx._lazy_graph_module._LazyGraphModule``). Fallback: a plain ``GraphModule``."""
+    cls = torch.fx.GraphModule if _LazyGraphModule is None else _LazyGraphModule
+    return cls(root, graph, class_name=class_name)
+
+
+def copy_class(module: nn.Module) -> type:
+    """The class for an attribute-by-attribute copy of ``module``: ``type(module)``, except for a
+    graph module whose deferred code is not generated yet, whose copy gets a deferring class of its
+    own (one class shared by both would hand the first to compile its code without the other's
+    pytree specs and line map)."""
+    cls = type(module)
+    if _LazyGraphModule is None or not isinstance(module, _LazyGraphModule) or not cls._needs_recompile():
+        return cls
+    return own_graph_module_class(module)[0]
+
+
+def ensure_code(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """``gm`` with its code generated: a deferring class (``_LazyGraphModule``) generates it now if
+    it has not, so that ``gm.forward`` is the generated function. Others: as they are."""
+    if _LazyGraphModule is not None and isinstance(gm, _LazyGraphModule):
+        gm.real_recompile()
+    return gm
+
+
 def compile_now(gm: torch.fx.GraphModule) -> None:
     """Generate and compile ``gm``'s code now (``GraphModule.recompile``), also when its class defers it."""
     if _LazyGraphModule is not None and isinstance(gm, _LazyGraphModule):

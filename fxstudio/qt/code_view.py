@@ -128,7 +128,10 @@ class CodeView(QWidget):
             self.source.set_code("")
             self.source_label.setText("")
         self.lazy.request()
-        self.lazy.flush()
+        if doc is None or not doc.read_only:
+            # A view-only graph (a .pt2's structure while its weights load) gets its code when the
+            # event loop next turns: the first frame of a 10k-node graph does not wait for it.
+            self.lazy.flush()
 
     def _on_event(self, event) -> None:
         # Edits of a few nodes (changed, added or removed) can be applied line by line: soon.

@@ -109,9 +109,12 @@ class GraphDiffView(QWidget):
             self.summary.setText("No model open.")
             self.diff_changed.emit(None)
             return
-        if self._differ is None:
-            self._differ = GraphDiffer(self.doc.original)
-        self.diff = self._differ.diff(self.doc.edited)
+        if self.doc.read_only and not self.doc.can_undo:
+            self.diff = GraphDiff(frozenset(), frozenset(), frozenset())  # view only: no edits to show
+        else:
+            if self._differ is None:
+                self._differ = GraphDiffer(self.doc.original)
+            self.diff = self._differ.diff(self.doc.edited)
         self._redraw()
         self.diff_changed.emit(self.diff)
 
@@ -123,7 +126,7 @@ class GraphDiffView(QWidget):
         diff = self.diff
         if diff is None:
             return
-        original = self._differ.osigs
+        original = self._differ.osigs if self._differ is not None else {}
         for kind in ("changed", "added", "removed"):
             ids = sorted(getattr(diff, kind))
             if not ids:

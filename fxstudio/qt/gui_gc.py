@@ -11,6 +11,8 @@ GUI thread instead (pyqtgraph's ``GarbageCollector`` does the same for the same 
 from __future__ import annotations
 
 import gc
+import threading
+from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer
 
@@ -27,6 +29,7 @@ class GuiThreadCollector(QObject):
         self.threshold = gc.get_threshold()
         self._was_enabled = False
         self.collections = 0
+        self.holds = 0  # while above 0 (a model is loading), the timer collects nothing
 
     def install(self) -> None:
         """Turn automatic collection off and start collecting from the timer."""
@@ -45,6 +48,8 @@ class GuiThreadCollector(QObject):
     def check(self) -> int:
         """Collect the generations whose counts passed their thresholds, youngest first, as the
         automatic collector would; returns how many objects were unreachable."""
+        if self.holds:
+            return 0
         count0, count1, count2 = gc.get_count()
         found = 0
         if count0 > self.threshold[0]:
@@ -58,6 +63,7 @@ class GuiThreadCollector(QObject):
 
 
 _installed: GuiThreadCollector | None = None
+_holds_lock = threading.Lock()
 
 
 def collecting_here() -> bool:
@@ -74,6 +80,29 @@ def install_gui_thread_collector(app: QObject) -> GuiThreadCollector:
         _installed.install()
         app.aboutToQuit.connect(_installed.uninstall)
     return _installed
+
+
+def hold_collections() -> Callable[[], None]:
+    """No timer collections until the returned function is called (once; later calls do nothing).
+
+    For the length of a model load: the load allocates a million objects that mostly die by
+    reference counting, and a young-generation collection every half second scanned ~250k of them
+    on the GUI thread (60 ms each) while the loading thread waited for the interpreter (issue #15)."""
+    collector = _installed
+    if collector is None:
+        return lambda: None
+    with _holds_lock:
+        collector.holds += 1
+    token = [True]
+
+    def release() -> None:  # from the loading thread or the GUI thread, whichever ends first
+        try:
+            token.pop()  # atomic: one caller gets the token
+        except IndexError:
+            return
+        with _holds_lock:
+            collector.holds -= 1
+    return release
 
 
 def uninstall_gui_thread_collector() -> None:

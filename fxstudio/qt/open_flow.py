@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QProgressDialog
+from PySide6.QtWidgets import QProgressDialog, QPushButton
 
 from fxstudio.core.errors import FxStudioError, LoadError, TraceError
 from fxstudio.qt import open_dialogs
-from fxstudio.qt.gui_gc import release_memory
+from fxstudio.qt.gui_gc import hold_collections, release_memory
 from fxstudio.qt.workers import BackgroundTask
 from fxstudio.resources import EXAMPLES_DIR
 from fxstudio.timing import mark
@@ -126,7 +126,7 @@ def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] |
         ctx.progress(f"Loading and tracing {Path(spec.partition('::')[0]).name}…")
     kwargs = load_options(options)
     if ctx is not None and not edits:
-        kwargs["on_structure"] = lambda preview: ctx.partial(structure_document(preview))
+        kwargs["on_structure"] = lambda preview: ctx.partial(structure_document(preview), wait=STRUCTURE_WAIT_S)
     loaded = load_model(spec, **kwargs)
     if ctx is not None:
         ctx.check()
@@ -137,6 +137,7 @@ def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] |
     return doc, [(r.number - 1, str(r.error)) for r in report.refusals]
 
 
+STRUCTURE_WAIT_S = 20.0  # the longest the load waits for the window to draw a .pt2's structure
 LOADING_WEIGHTS = "{name} is still loading its weights: the graph is view-only until it has opened."
 
 
@@ -145,9 +146,7 @@ def structure_document(preview):
     while the weights load; every edit is refused with ``LOADING_WEIGHTS``."""
     from fxstudio.core.document import Document
 
-    doc = Document(preview)
-    doc.read_only = LOADING_WEIGHTS.format(name=preview.display_name)
-    return doc
+    return Document(preview, adopt_graph=True, view_only=LOADING_WEIGHTS.format(name=preview.display_name))
 
 
 class OpenFlow(QObject):
@@ -166,6 +165,8 @@ class OpenFlow(QObject):
         self.options_dialog = None  # the last "Open with options" dialog (tests drive it)
         self.capture_chooser = None  # the last chooser of a capture's graphs (tests drive it)
         self._before_structure = None  # (document, spec, options) shown before a .pt2's structure
+        self._release_gc = lambda: None  # ends the hold on timer collections while a load runs
+        self.cancel_button: QPushButton | None = None  # in the status bar while a .pt2's structure is shown
 
     @property
     def busy(self) -> bool:
@@ -240,13 +241,18 @@ class OpenFlow(QObject):
         detached = [t for t in self._detached if not t.wait(0)]  # still running
         self._detached = detached
 
+        release_gc = self._release_gc = hold_collections()
+
         def work(ctx):
             # A cancelled load may still be importing user code; loads share sys.path and
             # sys.modules, so the next one starts only when that one has stopped.
-            for previous in detached:
-                ctx.progress("Waiting for the cancelled load to stop…")
-                previous.wait()
-            return load_document(spec, options, edits, ctx)
+            try:
+                for previous in detached:
+                    ctx.progress("Waiting for the cancelled load to stop…")
+                    previous.wait()
+                return load_document(spec, options, edits, ctx)
+            finally:
+                release_gc()  # the hold ends with the load, also one whose window has gone
 
         task = BackgroundTask(work, name="open", parent=self)
         self.task = task
@@ -273,6 +279,11 @@ class OpenFlow(QObject):
             self.task.cancel()
 
     def _end_task(self) -> None:
+        self._release_gc()
+        if self.cancel_button is not None:
+            self.window.statusBar().removeWidget(self.cancel_button)
+            self.cancel_button.deleteLater()
+            self.cancel_button = None
         if self.progress is not None:
             self.progress.reset()
             self.progress.hide()
@@ -285,12 +296,18 @@ class OpenFlow(QObject):
         if self.task is not None:
             self._detached.append(self.task)
         self._end_task()
+        self._before_structure = None
+        shown = self.window.document
+        if shown is not None and shown.read_only == LOADING_WEIGHTS.format(name=shown.loaded.display_name):
+            # cancelled while its structure was on screen: the graph stays, view-only, saying why
+            shown.read_only = f"Loading {path.name} was cancelled: its graph is shown view-only."
         self.window.statusBar().showMessage(f"Opening {path.name} cancelled.", 5000)
         self.failed.emit("cancelled")
 
     def _structure(self, spec: str, options: dict, doc, task) -> None:
         """A ``.pt2``'s graph arrived before its weights: show it view-only, the load goes on."""
         if task is not self.task or task.cancelled:
+            task.partial_shown()
             return
         if self.progress is not None:
             self.progress.hide()  # the graph is the progress now; the status bar says what is left
@@ -299,7 +316,13 @@ class OpenFlow(QObject):
         self._before_structure = (self.window.document, self.window.spec, self.window.options)
         self.window.set_document(doc, spec, options)
         self.window.statusBar().showMessage(f"Loading the weights of {doc.loaded.display_name}… (view only until then)")
-        QTimer.singleShot(0, lambda: mark("structure_drawn"))
+        if self.cancel_button is None:  # the progress dialog's Cancel, now that the dialog is hidden
+            self.cancel_button = QPushButton("Cancel Loading")
+            self.cancel_button.setObjectName("cancelLoading")
+            self.cancel_button.setToolTip("Stop loading the weights; the graph stays on screen, view-only")
+            self.cancel_button.clicked.connect(self.cancel)
+            self.window.statusBar().addPermanentWidget(self.cancel_button)
+        QTimer.singleShot(0, lambda: (mark("structure_drawn"), task.partial_shown()))  # after the first frame
 
     def _done(self, spec: str, options: dict, result, origin: str) -> None:
         self._end_task()

@@ -31,6 +31,7 @@ from fxstudio.qt.graph_diff import GraphDiffView
 from fxstudio.qt.run_inputs_editor import InputsEditor
 from fxstudio.qt.run_plots import COLORS, RunPlots
 from fxstudio.qt.selection import SelectionModel
+from fxstudio.qt import workers
 from fxstudio.qt.workers import start_worker
 
 DTYPES = ["as loaded", "float32", "float16", "bfloat16"]
@@ -125,12 +126,19 @@ def _warm_comparison_kernel_soon(delay_ms: int = 300) -> None:
 
     Not at start-up: the import holds the interpreter for about half a second, which would slow
     whatever the user does on a big graph then (selecting took 110 instead of 68 ms in
-    ``bench.bench_window``); a user who opens the Run tab is about to run."""
+    ``bench.bench_window``); a user who opens the Run tab is about to run. Nor while a model is
+    loading: the load would share the interpreter with it (a 10k-node ``.pt2`` drew 1.5x slower)."""
     if _warming:
         return
     thread = threading.Thread(target=warm_up_fused_kernel, name="fxstudio-warm-kernel", daemon=True)
     _warming.append(thread)
-    QTimer.singleShot(delay_ms, lambda: start_worker(thread))
+
+    def start() -> None:
+        if workers.running("open"):
+            QTimer.singleShot(500, start)
+        else:
+            start_worker(thread)
+    QTimer.singleShot(delay_ms, start)
 
 
 class RunPane(QWidget):

@@ -53,10 +53,20 @@ class TaskContext:
         if self._task.cancelled:
             raise TaskCancelled()
 
-    def partial(self, result: Any) -> None:
-        """Hand an early result to the GUI thread (``BackgroundTask.partial``), the final one still to come."""
-        if not self._task.cancelled:
-            self._task.partial.emit(result)
+    def partial(self, result: Any, wait: float = 0.0) -> None:
+        """Hand an early result to the GUI thread (``BackgroundTask.partial``), the final one still to come.
+
+        ``wait``: then block up to that many seconds until the GUI thread says it has shown the result
+        (``BackgroundTask.partial_shown``) or the task is cancelled. The worker and the GUI share
+        Python's lock: working on while the window draws the result makes both slower (issue #15)."""
+        if self._task.cancelled:
+            return
+        self._task.partial_taken.clear()
+        self._task.partial.emit(result)
+        end = time.monotonic() + wait
+        while not self._task.cancelled and time.monotonic() < end:
+            if self._task.partial_taken.wait(min(0.05, max(0.0, end - time.monotonic()))):
+                return
 
     def progress(self, text: str, fraction: float | None = None) -> None:
         """Show ``text`` as the current step, and ``fraction`` (0..1) done if known (thread-safe)."""
@@ -64,6 +74,14 @@ class TaskContext:
             self._task.progress.emit(text)
             if fraction is not None:
                 self._task.fraction.emit(max(0, min(100, int(round(fraction * 100)))))
+
+
+_running: set["BackgroundTask"] = set()
+
+
+def running(name: str) -> bool:
+    """Whether a task called ``name`` (``"open"``: a model load) is running and not cancelled."""
+    return any(t.name == name and not t.cancelled for t in _running)
 
 
 class BackgroundTask(QObject):
@@ -90,12 +108,18 @@ class BackgroundTask(QObject):
         self.started_at = 0.0
         self.elapsed = 0.0
         self._thread: threading.Thread | None = None
+        self.partial_taken = threading.Event()  # set by partial_shown (TaskContext.partial waits on it)
         self._finished.connect(self._deliver)
+
+    def partial_shown(self) -> None:
+        """The GUI thread has shown (or dropped) the last partial result: the worker may go on."""
+        self.partial_taken.set()
 
     def start(self) -> "BackgroundTask":
         """Start the worker thread; returns self."""
         self.started_at = time.perf_counter()
         ctx = TaskContext(self)
+        _running.add(self)
         self._thread = threading.Thread(target=self._work, args=(ctx,), name=f"fxstudio-{self.name}", daemon=True)
         start_worker(self._thread)
         return self
@@ -108,10 +132,13 @@ class BackgroundTask(QObject):
         except BaseException as exc:  # delivered to the GUI thread, which decides how to show it
             self._finished.emit(None, exc, traceback.format_exc())
             return
+        finally:
+            _running.discard(self)  # also when the result is never delivered (its window closed)
         self._finished.emit(result, None, "")
 
     def _deliver(self, result, exc, tb_text: str) -> None:
         self.done = True
+        _running.discard(self)
         self.elapsed = time.perf_counter() - self.started_at
         if self.cancelled:
             return
@@ -124,6 +151,7 @@ class BackgroundTask(QObject):
         """Detach: no result will be delivered. Emits ``cancelled_signal`` once."""
         if not self.cancelled and not self.done:
             self.cancelled = True
+            _running.discard(self)
             self.cancelled_signal.emit()
 
     def wait(self, timeout: float | None = None) -> bool:

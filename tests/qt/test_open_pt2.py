@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.qt.window_support import make_window, isolated, open_and_wait  # noqa: F401 - fixtures
+from tests.qt.window_support import app_collector, make_window, isolated, open_and_wait  # noqa: F401 - fixtures
 
 WIDTH = 2048  # one 2048×2048 float32 weight: 16 MiB, well above RSS noise
 RELEASE_WAIT_MS = 3000
@@ -33,16 +33,6 @@ def save_wide(path):
     torch.manual_seed(0)
     torch.export.save(torch.export.export(Wide(), (torch.randn(2, WIDTH),)), path)
     return path
-
-
-@pytest.fixture
-def app_collector(qapp):
-    """The application's GUI-thread collector, installed as ``make_app`` installs it."""
-    from fxstudio.qt import gui_gc
-
-    collector = gui_gc.install_gui_thread_collector(qapp)
-    yield collector
-    gui_gc.uninstall_gui_thread_collector()
 
 
 def _rss_mib() -> float:

@@ -60,3 +60,33 @@ def open_and_wait(qtbot, win, spec, origin: str = "argument", **kwargs):
     qtbot.waitUntil(lambda: win.document is not None and win.document is not before and not win.open_flow.busy,
                     timeout=LOAD_TIMEOUT_MS)
     return win.document
+
+
+@pytest.fixture
+def app_collector(qapp):
+    """The application's GUI-thread garbage collector, installed as ``make_app`` installs it."""
+    from fxstudio.qt import gui_gc
+
+    collector = gui_gc.install_gui_thread_collector(qapp)
+    yield collector
+    gui_gc.uninstall_gui_thread_collector()
+
+
+@pytest.fixture
+def held_deserializer(monkeypatch):
+    """torch's ``.pt2`` deserializer held until the test sets the returned event (the real one
+    runs then): the window shows the view-only structure meanwhile."""
+    import threading
+
+    from fxstudio.core import fx_compat
+
+    release = threading.Event()
+    real = fx_compat.deserialize_program
+
+    def held(*args):
+        assert release.wait(60)
+        return real(*args)
+
+    monkeypatch.setattr(fx_compat, "deserialize_program", held)
+    release.real = real
+    return release

@@ -216,7 +216,7 @@ def _run_once(module: torch.nn.Module, inputs: tuple[Any, ...], seed: int | None
         reseed(seed, device)
     # A GraphModule's __call__ prints a traceback to stderr when its code raises (and imports
     # torch._dynamo to do it); the failure is reported with its node instead.
-    call = module.forward if isinstance(module, torch.fx.GraphModule) else module
+    call = fx_compat.ensure_code(module).forward if isinstance(module, torch.fx.GraphModule) else module
     with torch.no_grad():
         return call(*inputs)
 

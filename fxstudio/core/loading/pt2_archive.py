@@ -73,11 +73,12 @@ def load_archive(path: Path, *, trust: bool, on_checked=None) -> tuple[Any, list
         ep, notes = _torch_load(path)
         return ep, ["loaded with torch.export.load (--trust): the archive's code was allowed to run", *notes]
     try:
-        data = path.read_bytes()
+        with open(path, "rb"):
+            pass
     except OSError as exc:
         raise LoadError(f"{path}: cannot read the file ({exc.strerror}).") from None
     try:
-        return _SafeReader(path, data, on_checked).program()
+        return _SafeReader(path, on_checked).program()
     except LoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - any other malformed part: one line, not a traceback
@@ -135,11 +136,23 @@ def _first_line(exc: BaseException) -> str:
 class _SafeReader:
     """One untrusted archive, read piece by piece (see the module docstring)."""
 
-    def __init__(self, path: Path, data: bytes, on_checked=None):
+    def __init__(self, path: Path, on_checked=None):
         self.path = path
-        self.data = data
+        self._data: bytes | None = None
         self.notes: list[str] = []
         self.on_checked = on_checked  # called with the program's JSON once checked (pt2_structure)
+
+    @property
+    def data(self) -> bytes:
+        """The whole archive, read once torch's reader needs it (the weights): the program's JSON
+        is read and checked, and its structure drawn, without reading a large archive (issue #15).
+        What torch rebuilds is the JSON checked here, whatever the file holds by then."""
+        if self._data is None:
+            try:
+                self._data = self.path.read_bytes()
+            except OSError as exc:
+                raise LoadError(f"{self.path}: cannot read the file ({exc.strerror}).") from None
+        return self._data
 
     def refuse(self, what: str) -> UnsafeArchive:
         """The error for an archive part that only a trusted load may read (``needs_trust``)."""
@@ -157,16 +170,17 @@ class _SafeReader:
                               "(that can run code)")
         # The version and the program's JSON are read with zipfile: torch's archive reader imports its
         # whole deserializer (seconds), which the structure shown first does not need (issue #15).
-        reader = _ZipRecords(self.data)
-        if reader.read_string(C.ARCHIVE_VERSION_PATH) != C.ARCHIVE_VERSION_VALUE:
-            raise LoadError(f"{self.path}: this archive was saved by an incompatible torch version "
-                            f"(archive version {shown(reader.read_string(C.ARCHIVE_VERSION_PATH))}).")
         model_file = C.MODELS_FILENAME_FORMAT.format(MODEL_NAME)
-        if model_file not in records:
-            raise LoadError(f"{self.path}: the archive holds no exported program named '{MODEL_NAME}'.")
+        with _ZipRecords(self.path) as reader:
+            version = reader.read_string(C.ARCHIVE_VERSION_PATH)
+            if version != C.ARCHIVE_VERSION_VALUE:
+                raise LoadError(f"{self.path}: this archive was saved by an incompatible torch version "
+                                f"(archive version {shown(version)}).")
+            if model_file not in records:
+                raise LoadError(f"{self.path}: the archive holds no exported program named '{MODEL_NAME}'.")
+            model_bytes = reader.read_bytes(model_file)
         if any(r.startswith(C.AOTINDUCTOR_DIR) for r in records):
             self.notes.append("the archive's AOTInductor compiled code was not loaded (it is code, not data)")
-        model_bytes = reader.read_bytes(model_file)
         try:
             model_json = json.loads(model_bytes)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -189,14 +203,15 @@ class _SafeReader:
     def _record_names(self) -> set[str]:
         """Record names as torch's reader sees them (without the archive's top-level folder)."""
         try:
-            with zipfile.ZipFile(io.BytesIO(self.data)) as zf:
+            with zipfile.ZipFile(self.path) as zf:
                 infos = zf.infolist()
+            size = self.path.stat().st_size
         except (zipfile.BadZipFile, ValueError, OSError) as exc:
             raise LoadError(f"{self.path}: not a readable zip archive ({exc}).") from None
         names = [i.filename for i in infos]
         unpacked = sum(i.file_size for i in infos)
-        if unpacked > max(_MAX_EXPANSION * len(self.data), 1 << 24):  # torch stores records uncompressed
-            raise LoadError(f"{self.path}: the archive unpacks to {unpacked} bytes from {len(self.data)}; "
+        if unpacked > max(_MAX_EXPANSION * size, 1 << 24):  # torch stores records uncompressed
+            raise LoadError(f"{self.path}: the archive unpacks to {unpacked} bytes from {size}; "
                             "refusing what looks like a zip bomb.")
         tops = {n.split("/", 1)[0] for n in names}
         if len(tops) != 1 or any("/" not in n for n in names):
@@ -245,11 +260,12 @@ class _SafeReader:
                                       "(torch would eval it)")
                 elif key in _PATH_KEYS and isinstance(item, str):
                     self._check_path(item, key.replace("_", " "))
-                if key not in ("metadata", "stack_trace"):
+                if key not in ("metadata", "stack_trace") and isinstance(item, (dict, list)):
                     self._walk(item, key)
         elif isinstance(value, list):
             for item in value:
-                self._walk(item, where)
+                if isinstance(item, (dict, list)):
+                    self._walk(item, where)
 
     def _check_name(self, name: Any, what: str) -> None:
         if not isinstance(name, str) or not _IDENT.match(name):
@@ -346,9 +362,15 @@ class _ZipRecords:
     """An archive's records by name under its one top folder (``_record_names`` checked it), read
     with ``zipfile``: what ``PT2ArchiveReader.read_bytes``/``read_string`` return."""
 
-    def __init__(self, data: bytes):
-        self.zip = zipfile.ZipFile(io.BytesIO(data))
+    def __init__(self, path: Path):
+        self.zip = zipfile.ZipFile(path)  # reads the records it is asked for, not the whole file
         self.top = self.zip.namelist()[0].split("/", 1)[0]
+
+    def __enter__(self) -> "_ZipRecords":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.zip.close()
 
     def read_bytes(self, name: str) -> bytes:
         """The bytes of record ``name``."""

@@ -12,12 +12,14 @@ full open, as before.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx
 
+from fxstudio.core import fx_compat
 from fxstudio.core.metadata import annotate
 from fxstudio.core.model import LoadedModel
 
@@ -56,6 +58,8 @@ def _graph_module(program: dict) -> tuple[torch.fx.GraphModule, tuple]:
     root = torch.nn.Module()
     env: dict[str, torch.fx.Node] = {}
 
+    made: dict[tuple, torch.Tensor] = {}  # values of one shape and dtype share a meta tensor (no data)
+
     def meta_tensor(name: str) -> torch.Tensor | None:
         """A ``meta`` tensor of the stored shape and dtype of value ``name`` (None: symbolic sizes)."""
         info = tensors.get(name)
@@ -66,8 +70,11 @@ def _graph_module(program: dict) -> tuple[torch.fx.GraphModule, tuple]:
             if "as_int" not in size:
                 return None
             sizes.append(int(size["as_int"]))
-        dtype = getattr(torch, _DTYPES.get(info.get("dtype"), "float32"), torch.float32)
-        return torch.empty(sizes, dtype=dtype, device="meta")
+        key = (*sizes, info.get("dtype"))
+        if key not in made:
+            dtype = getattr(torch, _DTYPES.get(info.get("dtype"), "float32"), torch.float32)
+            made[key] = torch.empty(sizes, dtype=dtype, device="meta")
+        return made[key]
 
     # Weights first, as ep.module() puts its get_attr nodes, then the user inputs, in spec order.
     user_inputs = []
@@ -129,7 +136,9 @@ def _graph_module(program: dict) -> tuple[torch.fx.GraphModule, tuple]:
     out = graph.output(results[0] if len(results) == 1 and graph_json.get("is_single_tensor_return") else tuple(results))
     if all(isinstance(r, torch.fx.Node) and r.meta.get("val") is not None for r in results):
         out.meta["val"] = tuple(r.meta["val"] for r in results)  # as the deserializer records it
-    gm = torch.fx.GraphModule(root, graph, class_name="StructureOnly")
+    # The module tree is handed over as built (a code-only root: its children by reference, not
+    # rebuilt attribute by attribute), and the code is generated only if something asks for it.
+    gm = fx_compat.deferred_graph_module(fx_compat.code_only_module(dict(root.__dict__)), graph, "StructureOnly")
     # Shapes from the stored values, module frames with class names, export plumbing hidden and
     # weights folded into their cards: what the full open writes (``annotate``), nothing run.
     annotate(gm, (), user_file=None, notes=[], exported=True)
@@ -194,7 +203,7 @@ def _set_path(root: torch.nn.Module, target: str, tensor: torch.Tensor, *, param
     *path, leaf = target.split(".")
     module = root
     for part in path:
-        child = getattr(module, part, None)
+        child = fx_compat.module_children(module).get(part)  # not nn.Module.__getattr__'s slow path
         if not isinstance(child, torch.nn.Module):
             child = torch.nn.Module()
             module.add_module(part, child)
@@ -211,13 +220,20 @@ def _metadata(node: torch.fx.Node, metadata: dict) -> None:
         node.meta["stack_trace"] = metadata["stack_trace"]
     text = metadata.get("nn_module_stack")
     if text:
-        stack = {}
-        for item in text.split(";"):  # "key,path,type", the type may hold commas inside brackets
-            parts = _split_top_level(item)
-            if len(parts) != 3:
-                return
-            stack[parts[0]] = (parts[1], parts[2])
-        node.meta["nn_module_stack"] = stack
+        stack = _module_stack(text)
+        if stack is not None:
+            node.meta["nn_module_stack"] = dict(stack)
+
+
+@functools.lru_cache(maxsize=16384)  # the nodes of one module share their stack's text
+def _module_stack(text: str) -> tuple | None:
+    stack = {}
+    for item in text.split(";"):  # "key,path,type", the type may hold commas inside brackets
+        parts = _split_top_level(item)
+        if len(parts) != 3:
+            return None
+        stack[parts[0]] = (parts[1], parts[2])
+    return tuple(stack.items())
 
 
 def _split_top_level(text: str) -> list[str]:

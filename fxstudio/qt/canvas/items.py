@@ -423,7 +423,32 @@ class EdgeItem(QGraphicsItem):
                                     QPointF(base.x() + uy * a * 0.6, base.y() - ux * a * 0.6)])
         if self.label:
             self._label_text = _static(self.label, "small")
-            self._label_pos = _label_anchor(poly) + QPointF(5, -_metrics("small").height() / 2)
+            self._label_pos = self._free_label_pos(poly)
+
+    def _free_label_pos(self, poly: QPolygonF) -> QPointF:
+        """Where the shape label goes: beside the middle of the longest segment, or the nearest
+        point along the route whose label does not cover a module frame's title (an edge entering
+        a frame crosses its title band). Asked on first paint: only edges on screen pay for it."""
+        fm = _metrics("small")
+        size = QPointF(fm.horizontalAdvance(self.label) + 2, fm.height())
+
+        def placed(p: QPointF) -> QPointF:
+            return p + QPointF(5, -size.y() / 2)
+
+        scene = self.scene()
+        first = placed(_label_anchor(poly))
+        near = getattr(scene, "frame_titles_near", None)  # not scene.items(): no index queries in paint
+        titles = near(self._bounds) if near is not None else []
+        if not titles:
+            return first
+        segments = sorted(range(poly.size() - 1), key=lambda i: -_length(poly[i + 1] - poly[i]))
+        for i in segments:
+            for t in (0.5, 0.65, 0.35, 0.8, 0.2, 0.9, 0.1):
+                pos = placed(poly[i] + (poly[i + 1] - poly[i]) * t)
+                rect = QRectF(pos, pos + size)
+                if not any(rect.intersects(r) for r in titles):
+                    return pos
+        return first
 
     def paint(self, painter: QPainter, option, widget=None) -> None:
         """Paint the item (Qt override); cheap at low zoom."""
@@ -468,6 +493,10 @@ def _rounded_path(poly: QPolygonF, radius: float = 10.0) -> QPainterPath:
     if n > 1:
         path.lineTo(poly[n - 1])
     return path
+
+
+def _length(d: QPointF) -> float:
+    return (d.x() ** 2 + d.y() ** 2) ** 0.5
 
 
 def _label_anchor(poly: QPolygonF) -> QPointF:
@@ -519,6 +548,11 @@ class GroupFrame(_GroupItem):
 
     def __init__(self, group: GroupBox):
         super().__init__(group, -10 + min(group.depth, 9) * 0.1)
+
+    def title_rect(self) -> QRectF:
+        """Scene rectangle of the title band (toggle and "path · Class")."""
+        top_left = self.scenePos() + self._rect.topLeft()
+        return QRectF(top_left, top_left + QPointF(self._rect.width(), st.FRAME_LABEL_H))
 
     def paint(self, painter: QPainter, option, widget=None) -> None:
         """Paint the item (Qt override); cheap at low zoom."""

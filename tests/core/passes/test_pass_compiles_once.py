@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.fx
 
 from fxstudio.core.document import Document
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.loading import load_model
+from tests.compile_spy import compiles  # noqa: F401 - fixture
 from tests.core.passes.pass_helpers import trusting, write
 from tests.model_files import model_source
 
@@ -62,21 +62,6 @@ def neg_to_tanh_quietly(gm):
 def doc(tmp_path):
     write(tmp_path, "passes.py", PASSES)
     return trusting(Document(load_model(write(tmp_path, "net.py", MODEL))), tmp_path)
-
-
-@pytest.fixture
-def compiles(monkeypatch):
-    """How many times ``GraphModule.recompile`` really generates and compiles code (a spy that calls
-    the real one; a deferring class's ``recompile()`` does not reach it)."""
-    calls = []
-    real = torch.fx.GraphModule.recompile
-
-    def spy(self):
-        calls.append(type(self).__name__)
-        return real(self)
-
-    monkeypatch.setattr(torch.fx.GraphModule, "recompile", spy)
-    return calls
 
 
 def _fc_path(doc, x, act):
