@@ -53,7 +53,7 @@ def test_the_deserializer_starts_after_the_structure_is_drawn(qtbot, make_window
     def spy(*args):  # the real deserializer; it records what the window showed when it started
         doc = win.document
         seen["document"] = doc
-        seen["cards"] = len(win.canvas.scene().items()) if doc is not None else 0
+        seen["cards"] = len(win.canvas.scene().cards) if doc is not None else 0  # a dict read, no Qt call
         return real(*args)
 
     monkeypatch.setattr(fx_compat, "deserialize_program", spy)
@@ -147,16 +147,25 @@ def test_no_timer_collections_while_a_model_loads(qtbot, make_window, chain_pt2,
     assert app_collector.collections > before
 
 
-def test_a_failed_load_gives_collections_back(qtbot, make_window, tmp_path, app_collector):
-    broken = tmp_path / "broken.pt2"
-    broken.write_bytes(b"PK\x03\x04 not really a zip archive")
+def test_a_failed_load_gives_collections_back(qtbot, make_window, chain_pt2, monkeypatch, app_collector):
+    from fxstudio.core import fx_compat
+
+    release = threading.Event()
+
+    def damaged(*args):  # torch failing on the program, once the test has looked
+        assert release.wait(60)
+        raise RuntimeError("a damaged program")
+
+    monkeypatch.setattr(fx_compat, "deserialize_program", damaged)
     win = make_window()
-    assert win.open_path(str(broken), origin="argument")
+    assert win.open_path(str(chain_pt2), origin="argument")
+    qtbot.waitUntil(lambda: win.document is not None and bool(win.document.read_only), timeout=60_000)
     assert app_collector.holds == 1
+    release.set()
     qtbot.waitUntil(lambda: not win.open_flow.busy, timeout=60_000)
     assert app_collector.holds == 0
     qtbot.waitUntil(lambda: win.last_failure_dialog is not None and win.last_failure_dialog.isVisible(), timeout=5000)
-    assert "Could not open broken.pt2" in win.statusBar().currentMessage()
+    assert "Could not open chain.pt2" in win.statusBar().currentMessage()
     win.last_failure_dialog.close()
 
 
