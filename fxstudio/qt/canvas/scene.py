@@ -21,7 +21,9 @@ from fxstudio.core.layout import Layout
 from fxstudio.core.node_text import card_target_text, edge_label, shape_text
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.card_rows import WeightRow, weight_rows
-from fxstudio.qt.canvas.items import CardInfo, EdgeItem, GroupCard, GroupFrame, NodeCard, PortSpec
+from fxstudio.qt.canvas.edge_item import EdgeItem
+from fxstudio.qt.canvas.frame_titles import TitleGrid
+from fxstudio.qt.canvas.items import CardInfo, GroupCard, GroupFrame, NodeCard, PortSpec
 from fxstudio.qt.canvas.overview import OverviewItem, bounds
 
 
@@ -131,15 +133,6 @@ def folded_hosts(layout: Layout | None) -> dict[str, tuple[str, ...]]:
     return hosts or {}
 
 
-_CELL = 256.0  # frame_titles_near's grid
-
-
-def _cells(rect: QRectF):
-    x0, x1 = int(rect.left() // _CELL), int(rect.right() // _CELL)
-    y0, y1 = int(rect.top() // _CELL), int(rect.bottom() // _CELL)
-    return ((x, y) for x in range(x0, x1 + 1) for y in range(y0, y1 + 1))
-
-
 class CanvasScene(QGraphicsScene):
     """The items of one graph's layout; ``show_graph`` builds or updates them from a new layout.
 
@@ -159,7 +152,7 @@ class CanvasScene(QGraphicsScene):
         self.cards: dict[str, NodeCard] = {}
         self.edges: dict[tuple, EdgeItem] = {}
         self.frames: dict[str, GroupFrame] = {}
-        self._title_cells: dict | None = None  # frame_titles_near's grid, built on first use
+        self._titles: TitleGrid | None = None  # frame_titles_near's grid, built on first use
         self.group_cards: dict[str, GroupCard] = {}
         self.by_id: dict[int, NodeCard] = {}
         self.bounds = (0.0, 0.0, 0.0, 0.0)   # of the current layout
@@ -418,26 +411,15 @@ class CanvasScene(QGraphicsScene):
             self.removeItem(item)
             stats["groups_removed"] += 1
         self.frames, self.group_cards = frames, gcards
-        self._title_cells = None
+        self._titles = None
 
     def frame_titles_near(self, rect: QRectF) -> list[QRectF]:
-        """The title bands (scene rectangles) of the module frames that may meet ``rect``: where
-        an edge's shape label should not go. From a grid of cells built on first use after the
-        frames changed (a few milliseconds for thousands of frames)."""
-        if self._title_cells is None:
-            cells: dict[tuple[int, int], list[QRectF]] = {}
-            for item in self.frames.values():
-                g = item.group
-                band = QRectF(g.x, g.y, g.w, st.FRAME_LABEL_H)
-                for key in _cells(band):
-                    cells.setdefault(key, []).append(band)
-            self._title_cells = cells
-        found: dict[int, QRectF] = {}
-        for key in _cells(rect):
-            for band in self._title_cells.get(key, ()):
-                if band.intersects(rect):
-                    found[id(band)] = band
-        return list(found.values())
+        """The title bands of the module frames that meet ``rect``: where an edge's shape label
+        should not go (a grid built on first use after the frames changed)."""
+        if self._titles is None:
+            self._titles = TitleGrid(QRectF(f.group.x, f.group.y, f.group.w, st.FRAME_LABEL_H)
+                                     for f in self.frames.values())
+        return self._titles.meeting(rect)
 
     def _sync_edges(self, nodes, layout: Layout, refresh) -> None:
         # Updated in place: an unchanged edge costs a key, a lookup and a route comparison.
