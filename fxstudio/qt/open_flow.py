@@ -297,12 +297,18 @@ class OpenFlow(QObject):
             self._detached.append(self.task)
         self._end_task()
         self._before_structure = None
-        shown = self.window.document
-        if shown is not None and shown.read_only == LOADING_WEIGHTS.format(name=shown.loaded.display_name):
-            # cancelled while its structure was on screen: the graph stays, view-only, saying why
+        shown = self._preview_shown()
+        if shown is not None:  # cancelled while its structure was on screen: it stays, view-only, saying why
             shown.read_only = f"Loading {path.name} was cancelled: its graph is shown view-only."
         self.window.statusBar().showMessage(f"Opening {path.name} cancelled.", 5000)
         self.failed.emit("cancelled")
+
+    def _preview_shown(self):
+        """The window's document if it is a ``.pt2``'s structure still waiting for its weights, else None."""
+        shown = self.window.document
+        if shown is not None and shown.read_only == LOADING_WEIGHTS.format(name=shown.loaded.display_name):
+            return shown
+        return None
 
     def _structure(self, spec: str, options: dict, doc, task) -> None:
         """A ``.pt2``'s graph arrived before its weights: show it view-only, the load goes on."""
@@ -371,8 +377,8 @@ class OpenFlow(QObject):
 
     def _failed(self, spec, path, options, edits, origin, exc, tb_text: str) -> None:
         self._end_task()
-        shown = self.window.document
-        preview = shown is not None and shown.read_only == LOADING_WEIGHTS.format(name=shown.loaded.display_name)
+        shown = self._preview_shown()
+        preview = shown is not None
         if preview:
             # the structure stays on screen, saying why it stays view-only
             shown.read_only = f"{path.name} could not be opened (see Problems): its graph is shown view-only."

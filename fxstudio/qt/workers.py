@@ -81,7 +81,7 @@ _running: set["BackgroundTask"] = set()
 
 def running(name: str) -> bool:
     """Whether a task called ``name`` (``"open"``: a model load) is running and not cancelled."""
-    return any(t.name == name and not t.cancelled for t in _running)
+    return any(t.name == name and not t.cancelled for t in list(_running))  # a copy: workers discard
 
 
 class BackgroundTask(QObject):
