@@ -55,3 +55,60 @@ def check_attribute_path(text: object, what: str) -> str:
             "refusing to turn it into code."
         )
     return text  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- names torch.fx writes
+# torch.fx writes these into ``forward`` as they are (torch/fx/graph.py, ``_gen_python_code``): a
+# node's name (``relu_1 = ...``), a placeholder's target (the signature), a call_method's target
+# (``x.relu()``), a keyword's name (``f(x, inplace = False)``) and each part of a get_attr /
+# call_module path (``self.layer1`` or, for a part that is not an identifier, ``getattr(self, "part")``,
+# spliced between double quotes unescaped). This is the one rule for all of them.
+
+def is_quotable_part(text: object) -> bool:
+    """A path part that torch.fx may splice between double quotes: printable, no quote or backslash
+    (``block1-0``, ``0``; not ``a"b`` or a newline)."""
+    return (isinstance(text, str) and bool(text) and text.isprintable()
+            and '"' not in text and "\\" not in text and "." not in text)
+
+
+def is_code_path(text: object) -> bool:
+    """A get_attr / call_module target torch.fx writes safely: dot-joined quotable parts."""
+    return isinstance(text, str) and bool(text) and all(is_quotable_part(p) for p in text.split("."))
+
+
+def node_code_name_problem(node) -> str | None:
+    """Why ``node`` (a ``torch.fx.Node``) holds a name that torch.fx would write into code unsafely,
+    or None when every such name passes."""
+    if not is_identifier(node.name):
+        return f"node name {shown(node.name)} is not a Python identifier"
+    op, target = node.op, node.target
+    if op == "placeholder":
+        bare = target.lstrip("*") if isinstance(target, str) else target
+        if not is_identifier(bare) or len(target) - len(bare) > 2:
+            return f"input {shown(target)} of node {node.name} is not a Python identifier"
+    elif op == "call_method":
+        if not is_identifier(target):
+            return f"method name {shown(target)} of node {node.name} is not a Python identifier"
+    elif op in ("get_attr", "call_module"):
+        if not is_code_path(target):
+            return (f"{op} target {shown(target)} of node {node.name} is not an attribute path "
+                    "(parts without quotes, backslashes or control characters)")
+    if op in ("call_function", "call_method", "call_module"):
+        for key in node.kwargs:
+            if not is_identifier(key):
+                return f"keyword name {shown(key)} of node {node.name} is not a Python identifier"
+    return None
+
+
+def check_node_code_names(node, where: str = "") -> None:
+    """``UnsafeNameError`` when ``node`` holds a name that torch.fx would write into code unsafely."""
+    problem = node_code_name_problem(node)
+    if problem:
+        prefix = f"{where}: " if where else ""
+        raise UnsafeNameError(f"{prefix}{problem}; refusing to turn it into code.")
+
+
+def check_graph_code_names(graph, where: str = "") -> None:
+    """``check_node_code_names`` for every node of ``graph`` (a ``torch.fx.Graph``)."""
+    for node in graph.nodes:
+        check_node_code_names(node, where)

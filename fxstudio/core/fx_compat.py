@@ -20,6 +20,8 @@ import torch.fx
 from torch import nn
 from torch.fx.passes.shape_prop import TensorMetadata
 
+from fxstudio.core.code_names import check_graph_code_names
+
 # torch's own pytree code warns about its own deprecated LeafSpec check when it copies a program's
 # tree specs (every .pt2 open printed it on stderr); it says nothing to an fxstudio user.
 warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
@@ -44,6 +46,30 @@ try:
     from torch.fx._lazy_graph_module import _LazyGraphModule
 except ImportError:
     _LazyGraphModule = None
+
+# ----------------------------------------------------------------------------- the code-name guard
+# torch.fx writes node names, keyword names, method names and attribute paths into generated code as
+# they are. Every graph whose code is generated in this process (a loader's, an edit's, a pass's, a
+# rebuilt capture's, torch's own unlifting of a .pt2) passes ``code_names.check_graph_code_names``
+# first: this is the single point, whichever path made the node. ``Graph.python_code`` is public API.
+
+def _install_code_name_guard() -> None:
+    original = torch.fx.Graph.python_code
+    if getattr(original, "fxstudio_guard", False):
+        return
+
+    def python_code(self, *args, **kwargs):
+        check_graph_code_names(self)
+        return original(self, *args, **kwargs)
+
+    python_code.__doc__ = original.__doc__
+    python_code.__wrapped__ = original
+    python_code.fxstudio_guard = True
+    torch.fx.Graph.python_code = python_code
+
+
+_install_code_name_guard()
+
 
 # ----------------------------------------------------------------------------- graph names
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,27 @@ import pytest
 from fxstudio.resources import example_path
 
 FXSTUDIO = Path(sys.executable).parent / "fxstudio"
+
+ADDRESS_SPACE_LIMIT = 6 * 2**30
+"""Every hostile run gets this much address space: a memory bomb fails its test, not the machine."""
+
+HOSTILE_WALL_LIMIT = 90
+"""Seconds a hostile run may take (a hang is a failure, reported by ``subprocess.TimeoutExpired``)."""
+
+
+def limit_address_space(limit: int = ADDRESS_SPACE_LIMIT):
+    """A ``preexec_fn`` that caps the child's address space at ``limit`` bytes."""
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return apply
+
+
+def run_bounded(argv, *, cwd, env: dict | None = None, timeout: float = HOSTILE_WALL_LIMIT,
+                limit: int = ADDRESS_SPACE_LIMIT) -> subprocess.CompletedProcess:
+    """``argv`` in a subprocess under the address-space and wall limits, offscreen, one torch thread."""
+    full_env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "OMP_NUM_THREADS": "1", **(env or {})}
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, env=full_env,
+                          cwd=cwd, preexec_fn=limit_address_space(limit))
 
 
 class Hostile:
@@ -51,11 +73,10 @@ class Hostile:
         return path
 
     def run(self, *argv, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
-        """``fxstudio ARGV`` in a subprocess (offscreen Qt, private state folder)."""
-        full_env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "FXSTUDIO_STATE_DIR": str(self.state),
-                    "OMP_NUM_THREADS": "1", **(env or {})}
-        return subprocess.run([str(FXSTUDIO), *map(str, argv)], capture_output=True, text=True,
-                              timeout=timeout, env=full_env, cwd=self.dir)
+        """``fxstudio ARGV`` in a subprocess (offscreen Qt, private state folder), under the
+        address-space limit."""
+        return run_bounded([FXSTUDIO, *argv], cwd=self.dir, timeout=timeout,
+                           env={"FXSTUDIO_STATE_DIR": str(self.state), **(env or {})})
 
     def assert_clean(self, proc: subprocess.CompletedProcess | None = None, *, code: int | None = None) -> None:
         """No marker; with ``proc``: no traceback, and the given exit status."""

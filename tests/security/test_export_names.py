@@ -38,14 +38,22 @@ def test_an_injecting_attribute_path_is_refused_before_it_runs(hostile):
     # torch.fx writes this target as getattr(self, "<target>"): the quotes make it a call of exec.
     code = list(hostile.payload.encode())  # torch.fx splits targets at dots: spell the payload without any
     attr = f'b") if exec(bytes({code})) else getattr(self, "b'
-    gm = _graph_reading(attr)
-    out = hostile.dir / "exported.py"
-    with pytest.raises(UnsafeNameError, match="not an attribute path"):
-        export_python(_loaded(gm), out)
+    with pytest.raises(UnsafeNameError, match="not an attribute path"):  # the code-name guard (fx_compat)
+        _graph_reading(attr)
     hostile.assert_clean()
-    assert sorted(p.name for p in hostile.dir.iterdir()) == [], "the export left files behind"
+    assert sorted(p.name for p in hostile.dir.iterdir()) == [], "something was written"
+    # Without the guard, torch.fx's own code generation runs the payload when the graph runs.
+    unguarded = torch.fx.Graph.python_code.__wrapped__
+    torch.fx.Graph.python_code, guarded = unguarded, torch.fx.Graph.python_code
+    try:
+        gm = _graph_reading(attr)
+    finally:
+        torch.fx.Graph.python_code = guarded
+    with pytest.raises(UnsafeNameError, match="not an attribute path"):
+        export_python(_loaded(gm), hostile.dir / "exported.py")
+    hostile.assert_clean()
     with pytest.raises(AttributeError):  # running the graph does run the payload: the name really injects
-        gm(torch.zeros(3))
+        gm.forward(torch.zeros(3))
     assert hostile.marker.exists()
 
 
@@ -62,7 +70,10 @@ def test_targets_and_methods_must_be_identifier_paths(tmp_path, op, target):
         root._modules[target] = torch.nn.ReLU()
     elif op == "get_attr":
         root._buffers[target] = torch.ones(1)
-    gm = torch.fx.GraphModule(root, graph)  # torch.fx compiles the injected code; it must not run
+    with pytest.raises(UnsafeNameError):  # the code-name guard refuses torch.fx's own code generation
+        torch.fx.GraphModule(root, graph)
+    gm = torch.fx.GraphModule(root, torch.fx.Graph())
+    gm._graph = graph  # installed without code generation: the export's own check refuses it as well
     with pytest.raises(UnsafeNameError):
         generate_file(gm, class_name="M", weights_name="m.weights.pt", header=[], example_inputs=(torch.zeros(1),))
 

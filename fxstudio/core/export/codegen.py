@@ -25,7 +25,7 @@ import torch.fx
 from torch import nn
 
 from fxstudio.core import fx_compat
-from fxstudio.core.code_names import check_attribute_path, check_identifier, is_identifier
+from fxstudio.core.code_names import check_attribute_path, check_identifier, check_node_code_names, is_identifier
 from fxstudio.core.errors import ExportError
 from fxstudio.core.export.modules import ImportNamer, constructor_expression, literal
 from fxstudio.core.export.names import names_block
@@ -63,10 +63,10 @@ def comment_text(text: str) -> str:
 
 
 def check_graph_names(graph: torch.fx.Graph) -> None:
-    """Refuse a graph whose names torch.fx would write into code unchecked: node names, attribute and
-    submodule paths (``get_attr``/``call_module``) and method names (``call_method``)."""
+    """Refuse a graph whose names torch.fx would write into code unchecked: node names, keyword names,
+    attribute and submodule paths (``get_attr``/``call_module``) and method names (``call_method``)."""
     for node in graph.nodes:
-        check_identifier(node.name, "node name")
+        check_node_code_names(node)  # the rule torch.fx's own code needs (keyword names included)
         if node.op in ("get_attr", "call_module"):
             check_attribute_path(node.target, f"the {node.op} target of node {node.name}")
         elif node.op == "call_method":
