@@ -3,7 +3,9 @@
 Each subcommand lives in ``fxstudio/cli_commands/<name>.py`` with ``add_arguments(parser)`` and
 ``run(args) -> int``. Expected failures (``FxStudioError``) print their message and exit with the
 error's code, never a traceback; so do running out of memory or of recursion depth on a huge or
-deeply nested input (exit 2). A closed stdout pipe (``| head``) ends the command quietly (exit 141).
+deeply nested input (exit 2), and, as a last resort, any other exception (one "unexpected error" line,
+exit 2; ``FXSTUDIO_DEBUG=1`` shows its traceback). A closed stdout pipe (``| head``) ends the command
+quietly (exit 141).
 """
 
 from __future__ import annotations
@@ -34,16 +36,25 @@ def _subcommand_module(name: str):
     return importlib.import_module(f"fxstudio.cli_commands.{MODULE_NAMES.get(name, name)}")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit 2 (argparse's own also print
+    the usage block): ``fxstudio inspect: argument --input-shape: ... (fxstudio inspect --help)``."""
+
+    def error(self, message: str):  # noqa: D102 - argparse's hook
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: {text} (see {self.prog} --help)\n")
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     """The parser for ``argv``: a subcommand's parser when argv starts with one, else the GUI's."""
     if argv and argv[0] in SUBCOMMANDS:
-        parser = argparse.ArgumentParser(prog="fxstudio")
+        parser = OneLineParser(prog="fxstudio")
         sub = parser.add_subparsers(dest="command", required=True)
         name = argv[0]
         p = sub.add_parser(name, help=SUBCOMMANDS[name], description=SUBCOMMANDS[name])
         _subcommand_module(name).add_arguments(p)
         return parser
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="fxstudio",
         description="fxstudio: edit torch.fx graphs. Subcommands: "
         + ", ".join(SUBCOMMANDS)
@@ -55,7 +66,15 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``fxstudio`` console script; returns the exit status."""
+    """Entry point of the ``fxstudio`` console script; returns the exit status. Ctrl+C (SIGINT), at
+    any point, prints one line, ``fxstudio: cancelled``, and exits 130 at once (``_cancelled``)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return _cancelled(process=argv is None)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     sweep_verify_folders()  # left in the temp dir by exports killed while verifying (one listdir)
     passthrough: list[str] | None = None
@@ -67,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     if passthrough is not None:
         args.passthrough = passthrough
     try:
+        from fxstudio.core.fx_compat import quiet_fx_call_errors
+
+        quiet_fx_call_errors()  # a failing forward is named in one line by fxstudio, not printed by torch.fx
         module = importlib.import_module("fxstudio.app") if args.command == "gui" else _subcommand_module(args.command)
         status = int(module.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows up here, while BrokenPipeError is still caught
@@ -81,11 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         return _fail("the input is nested too deeply to process (RecursionError).", 2)
     except RuntimeError as exc:
         if not _allocation_failed(exc):
-            raise
+            return _unexpected(exc)
         return _fail(f"out of memory: {str(exc).strip().splitlines()[-1][:200]}", 2)
     except KeyboardInterrupt:
-        print("fxstudio: interrupted", file=sys.stderr)
-        return 130
+        raise  # main: one line, exit 130
+    except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
+        return _unexpected(exc)
 
 
 # What a shell reports for a program stopped by SIGPIPE (128 + 13), as ``yes | head`` does.
@@ -108,6 +131,39 @@ def _allocation_failed(exc: RuntimeError) -> bool:
     torch = sys.modules.get("torch")
     oom = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
     return (oom is not None and isinstance(exc, oom)) or "can't allocate memory" in str(exc)
+
+
+UNEXPECTED = "unexpected error"
+
+
+def _unexpected(exc: Exception) -> int:
+    """An exception no check anticipated (a bug in fxstudio, or torch failing on an input that passed
+    every check): one line naming it, exit 2; ``FXSTUDIO_DEBUG=1`` re-raises it with its traceback."""
+    if os.environ.get("FXSTUDIO_DEBUG"):
+        raise exc
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    detail = "".join(c if c.isprintable() else repr(c)[1:-1] for c in f"{type(exc).__name__}: {first}")
+    return _fail(f"{UNEXPECTED} ({detail}); nothing was written. This is a bug: please report it with the "
+                 "command and file (FXSTUDIO_DEBUG=1 shows the traceback).", 2)
+
+
+EXIT_CANCELLED = 130
+"""What a shell reports for a program stopped by SIGINT (128 + 2)."""
+
+
+def _cancelled(process: bool) -> int:
+    """Ctrl+C: ``fxstudio: cancelled`` and exit 130. When fxstudio is the process (the console
+    script), it exits right away: the interrupt has already unwound every ``with`` and ``finally``
+    (temporary folders removed), and tearing down torch's interpreter state can take seconds."""
+    _fail("cancelled", EXIT_CANCELLED)
+    if not process:
+        return EXIT_CANCELLED
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(EXIT_CANCELLED)
 
 
 def _fail(message: str, code: int) -> int:

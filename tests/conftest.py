@@ -6,6 +6,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Tests run two at a time on small machines; one torch thread each avoids oversubscription
 # (OpenMP workers spinning against each other turn a 3 ms forward into a second).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# The CLI's last resort turns an unanticipated exception into one line; in tests it re-raises with its
+# traceback, so a missed check fails the test that asserts "no traceback" instead of hiding in exit 2.
+os.environ.setdefault("FXSTUDIO_DEBUG", "1")
 
 import pytest  # noqa: E402
 

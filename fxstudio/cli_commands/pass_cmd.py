@@ -76,7 +76,7 @@ def check_script_passes(edits: list, base_dir: Path, *, trust_files: bool, allow
             raise FxStudioError(f"edit {index} ({op}) runs code from the pass file {path}: "
                                 "replay with --trust-passes to run it (nothing was run).")
         recorded = edit.get("sha256")
-        if op == "run_pass" and isinstance(recorded, str) and path.is_file() and not allow_changed:
+        if isinstance(recorded, str) and path.is_file() and not allow_changed:
             try:
                 now = file_sha256(path)
             except FxStudioError as exc:

@@ -42,8 +42,9 @@ MANIFEST_BYTES = 64 * MiB
 LAYOUT_BYTES = 1 * GiB
 """What the layout's arrays may take (cards, dummy nodes of long edges, crossings matrices)."""
 
-MAX_INT_DIGITS = 64
-"""Decimal digits of any integer a shape expression or guard may build (about 2^212)."""
+MAX_INT_DIGITS = 300
+"""Decimal digits of any integer a shape expression or guard may build (about 2^997): room for the
+product of fifteen sizes of up to 2^63, far below what takes noticeable time (``expr_bounds``)."""
 
 _SIZE = re.compile(r"\s*(\d+)\s*([KMG]?)i?B?\s*\Z", re.IGNORECASE)
 
@@ -115,3 +116,27 @@ class DataBudget:
     def take_tensor(self, shape, dtype: torch.dtype, item: str) -> None:
         """``take`` the bytes of a dense ``shape``/``dtype`` tensor."""
         self.take(tensor_nbytes(shape, dtype), item)
+
+
+EDIT_WORK = 10**10
+"""Work that edits may add to a graph, over the graph as opened, summed over every node and
+estimated from fake-tensor shapes (``fxstudio.core.edits.work``): two operations per multiply-add
+of a product, convolution or attention (FLOPs), a cubic count for matrix decompositions, and one
+per element every call reads or writes. About a second or two of one CPU core per run. For a
+model that itself costs more per run, edits may add as much again as the model as opened. The same
+bound applies to what a built-in pass computes (``fxstudio.passes.fold_constants``)."""
+
+
+def edit_work_budget() -> int:
+    """The edit work budget in force (``FXSTUDIO_EDIT_WORK``, a number such as ``1e11``, or ``EDIT_WORK``)."""
+    text = (os.environ.get("FXSTUDIO_EDIT_WORK") or "").strip()
+    try:
+        value = int(float(text)) if text else EDIT_WORK
+    except (ValueError, OverflowError):
+        return EDIT_WORK
+    return value if value > 0 else EDIT_WORK
+
+
+def work_text(count: int) -> str:
+    """An operation count for a message: ``1.1e+12 operations``, ``52,000 operations``."""
+    return f"{count:,} operations" if count < 10**7 else f"{float(count):.1e} operations"

@@ -79,7 +79,7 @@ def is_code_path(text: object) -> bool:
 def node_code_name_problem(node) -> str | None:
     """Why ``node`` (a ``torch.fx.Node``) holds a name that torch.fx would write into code unsafely,
     or None when every such name passes."""
-    if not is_identifier(node.name):
+    if not isinstance(node.name, str) or not node.name.isidentifier():  # a keyword is renamed by fx's codegen
         return f"node name {shown(node.name)} is not a Python identifier"
     op, target = node.op, node.target
     if op == "placeholder":

@@ -11,6 +11,7 @@ other module of fxstudio names a torch private (``tests/core/test_fx_compat.py``
 from __future__ import annotations
 
 import contextlib
+import logging
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -71,6 +72,45 @@ def _install_code_name_guard() -> None:
 _install_code_name_guard()
 
 
+@contextlib.contextmanager
+def fake_tensor_logs_off() -> Iterator[None]:
+    """FakeTensorMode logs a traceback when an op fails on its inputs (logger
+    ``torch._subclasses.fake_tensor``); inside this block that failure is an expected outcome the caller
+    reports in one line, not something to print. Fallback (another logger name): torch's lines stay."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    before = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = before
+
+
+def quiet_fx_call_errors() -> None:
+    """Stop torch.fx from printing its own multi-line message on stderr when a GraphModule's forward
+    raises (``torch.fx.graph_module._WrappedCall.__call__`` prints the generated code's line, then
+    re-raises): the CLI and the window name the failing node themselves, in one line. The exception
+    still propagates unchanged. Installed by the CLI and the app only, never by ``import fxstudio``
+    (a notebook keeps torch's behaviour). Fallback (no ``_WrappedCall``): torch's message stays."""
+    try:
+        from torch.fx.graph_module import _WrappedCall
+    except ImportError:
+        return
+    original = _WrappedCall.__call__
+    if getattr(original, "fxstudio_quiet", False):
+        return
+
+    def __call__(self, obj, *args, **kwargs):
+        if not hasattr(self, "cls_call") or not hasattr(self, "cls"):
+            return original(self, obj, *args, **kwargs)
+        if self.cls_call is not None:
+            return self.cls_call(obj, *args, **kwargs)
+        return super(self.cls, obj).__call__(*args, **kwargs)
+
+    __call__.fxstudio_quiet = True
+    _WrappedCall.__call__ = __call__
+
+
 # ----------------------------------------------------------------------------- graph names
 
 
@@ -124,6 +164,73 @@ def namespace_restore(graph: torch.fx.Graph, saved: tuple[set[str], dict[str, in
 
 
 # ----------------------------------------------------------------------------- nodes
+
+
+def name_never_used(graph: torch.fx.Graph, name: str) -> bool:
+    """True when fx's namespace never handed out ``name`` in ``graph`` (``_graph_namespace._used_names``),
+    so no node, live or renamed, can hold it. Fallback: False (the caller scans the graph)."""
+    used = getattr(getattr(graph, "_graph_namespace", None), "_used_names", None)
+    return isinstance(used, set) and name not in used
+
+
+_ABSENT = object()
+
+
+class _LoggedSet(set):
+    """fx's set of used names, logging the names added to it while ``log`` is a list."""
+
+    log: list | None = None
+
+    def add(self, item) -> None:  # noqa: D102 - set.add
+        log = self.log
+        if log is not None and item not in self:
+            log.append(item)
+        set.add(self, item)
+
+
+class _LoggedDict(dict):
+    """fx's counters of name bases, logging the first old value of each key set while ``log`` is a dict."""
+
+    log: dict | None = None
+
+    def __setitem__(self, key, value) -> None:
+        log = self.log
+        if log is not None and key not in log:
+            log[key] = self.get(key, _ABSENT)
+        dict.__setitem__(self, key, value)
+
+
+def namespace_mark(graph: torch.fx.Graph) -> tuple:
+    """A mark of fx's name bookkeeping (``_used_names``, ``_base_count``) for ``namespace_rewind``.
+    Costs nothing per mark: the graph's two tables are swapped, once, for ones that log what is added
+    to them from the mark on. Fallback: a copy (``namespace_snapshot``)."""
+    ns = getattr(graph, "_graph_namespace", None)
+    used, counts = getattr(ns, "_used_names", None), getattr(ns, "_base_count", None)
+    if not isinstance(used, set) or not isinstance(counts, dict):
+        return ("copy", graph, namespace_snapshot(graph))
+    if type(used) is not _LoggedSet:
+        ns._used_names = used = _LoggedSet(used)
+    if type(counts) is not _LoggedDict:
+        ns._base_count = counts = _LoggedDict(counts)
+    used.log, counts.log = [], {}
+    return ("log", graph, (used, counts))
+
+
+def namespace_rewind(saved: tuple) -> None:
+    """Put fx's name bookkeeping back to a ``namespace_mark``."""
+    kind, graph, data = saved
+    if kind == "copy":
+        namespace_restore(graph, data)
+        return
+    used, counts = data
+    for name in used.log or ():
+        set.discard(used, name)
+    for key, old in (counts.log or {}).items():
+        if old is _ABSENT:
+            dict.pop(counts, key, None)
+        else:
+            dict.__setitem__(counts, key, old)
+    used.log, counts.log = [], {}
 
 
 def node_input_nodes(node: torch.fx.Node) -> Iterable[torch.fx.Node]:

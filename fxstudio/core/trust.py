@@ -45,6 +45,8 @@ RULE_ATTRIBUTE = "getattr with a constant public attribute name"
 RULE_COST = "bounded cost"
 RULE_SIZE = "new submodule size budget"
 RULE_RESULT = "bounded result size"
+RULE_EDIT_BUDGET = "edit budget"
+RULE_WORK = "bounded compute"
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 

@@ -119,3 +119,17 @@ def test_bad_option_values(capsys, tmp_path):
     assert "expected NAME=VALUE" in err
     err = refused(capsys, EXAMPLES_DIR / "data_branch.py", "--concrete-arg", "positive=open('x')")
     assert "--concrete-arg positive=open('x')" in err
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["inspect", str(EXAMPLES_DIR / "relu_add.py"), "--input-shape", "100000,100000,100"], "elements is more than"),
+    (["inspect"], "required: MODEL"),
+    (["compare", "a.py", "b.json", "--repeats", "many"], "invalid int value"),
+    (["--no-such-flag"], "unrecognized arguments"),
+])
+def test_argument_errors_are_one_line(argv, words):
+    """argparse's errors too: one line naming the fix, exit 2, not the usage block."""
+    proc = subprocess.run([str(FXSTUDIO), *argv], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fxstudio") and words in lines[0] and "--help" in lines[0], proc.stderr

@@ -353,7 +353,7 @@ TORCH_PRIVATE_ATTRS = {
 # Private-looking names that are not torch's: ``sys._getframe`` (the caller's frame), the namedtuple
 # API (``_fields``), and ATen operator names under ``torch.ops.aten`` (``_softmax``, ``_unsafe_view``:
 # operators of the public ``torch.ops`` namespace whose names start with ``_``).
-ALLOWED_ATTRS = {"_getframe", "_fields", "_asdict", "_replace", "_make"}
+ALLOWED_ATTRS = {"_getframe", "_fields", "_asdict", "_replace", "_make", "_exit"}  # _exit: os._exit, stdlib API
 # Strings are not checked: generated code (export/codegen.py's ``_attach``/``_tie`` helpers read
 # ``nn.Module._modules``/``_parameters``/``_buffers`` in the user's exported file; the pytree import
 # lines mirror fx's own custom builtins and are written only if forward code names them, which a

@@ -83,6 +83,7 @@ class Hostile:
         assert not self.marker.exists(), "the hostile payload ran"
         if proc is not None:
             assert "Traceback" not in proc.stderr, proc.stderr
+            assert "unexpected error" not in proc.stderr, proc.stderr  # the CLI's last resort: a missed check
             if code is not None:
                 assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
 

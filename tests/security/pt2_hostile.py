@@ -1,5 +1,7 @@
 """Hostile ``.pt2`` archives for the trust-boundary tests: a real ``torch.export.save`` archive,
-rewritten so that one part of it carries a payload that creates the marker file if it runs."""
+rewritten so that one part of it carries a payload that creates the marker file if it runs; and
+(issue #23, round 2) rewritten so that what it declares (shapes, weight layouts, stored inputs,
+payload compression) asks for more than the file holds."""
 
 from __future__ import annotations
 
@@ -116,3 +118,68 @@ def _replace(value, old: str, new: str):
     if value == old:
         return new
     return value
+
+
+# -- issue #23 round 2: sizes and expressions an archive declares ---------------------------------
+
+TENSOR_VALUES = ("graph_module", "graph", "tensor_values")
+
+
+def without_inputs(src: Path, dst: Path, change=None) -> Path:
+    """The archive without stored example inputs (fxstudio then makes them from the recorded
+    shapes), its program JSON passed through ``change(program)`` first when given."""
+
+    def edit(records):
+        del records["data/sample_inputs/model.pt"]
+        if change is not None:
+            program = json.loads(records["models/model.json"])
+            change(program)
+            records["models/model.json"] = json.dumps(program).encode()
+
+    return rewrite(src, dst, edit)
+
+
+def recorded_shape(program: dict, name: str, sizes: list[int], strides: list[int] | None = None) -> None:
+    """Set the recorded sizes (and strides: contiguous when None, no overflow check) of tensor ``name``."""
+    tensor = program["graph_module"]["graph"]["tensor_values"][name]
+    tensor["sizes"] = [{"as_int": s} for s in sizes]
+    if strides is None:
+        strides, step = [], 1
+        for s in reversed(sizes):
+            strides.insert(0, step)
+            step *= max(s, 1)
+    tensor["strides"] = [{"as_int": s} for s in strides]
+
+
+def weight_layout(src: Path, dst: Path, sizes: list[int], strides: list[int], data: bytes,
+                  fqn: str = "lin.weight") -> Path:
+    """The weight ``fqn`` declared with ``sizes``/``strides`` over a record holding ``data`` (an
+    empty record: torch makes zeros of the declared shape; a stride of 0 repeats the stored bytes)."""
+
+    def edit(records):
+        config_name = "data/weights/model_weights_config.json"
+        config = json.loads(records[config_name])
+        meta = config["config"][fqn]
+        meta["tensor_meta"]["sizes"] = [{"as_int": s} for s in sizes]
+        meta["tensor_meta"]["strides"] = [{"as_int": s} for s in strides]
+        records[f"data/weights/{meta['path_name']}"] = data
+        records[config_name] = json.dumps(config).encode()
+
+    return rewrite(src, dst, edit)
+
+
+def deflated_save(obj) -> bytes:
+    """``obj`` as ``torch.save`` writes it, its records then deflated (a small file that unpacks large)."""
+    src = zipfile.ZipFile(io.BytesIO(pickled(obj)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in src.namelist():
+            zf.writestr(name, src.read(name))
+    return out.getvalue()
+
+
+def legacy_save(obj) -> bytes:
+    """``obj`` in ``torch.save``'s legacy (pre-zip) format."""
+    buf = io.BytesIO()
+    torch.save(obj, buf, _use_new_zipfile_serialization=False)
+    return buf.getvalue()

@@ -5,11 +5,11 @@ to a versioned ``.fxcap`` file, reading such a file back, and rebuilding one of 
 from __future__ import annotations
 
 from fxstudio.core.capture.fileformat import (
-    SUFFIX, Capture, break_text, graph_index, input_text, read_capture, summary_lines,
+    SUFFIX, Capture, break_text, graph_index, input_text, printable, read_capture, summary_lines,
 )
 from fxstudio.core.capture.rebuild import rebuild_graph
 from fxstudio.core.capture.record import CaptureBackend, capture
 from fxstudio.core.capture.runner import run_script_captured
 
 __all__ = ["SUFFIX", "Capture", "CaptureBackend", "break_text", "capture", "graph_index", "input_text",
-           "read_capture", "rebuild_graph", "run_script_captured", "summary_lines"]
+           "printable", "read_capture", "rebuild_graph", "run_script_captured", "summary_lines"]

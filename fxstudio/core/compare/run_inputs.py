@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from fxstudio.core.budgets import BudgetExceeded, DataBudget
 from fxstudio.core.errors import RunError
 from fxstudio.core.node_text import dtype_name
 
@@ -107,8 +108,28 @@ def specs_from_inputs(inputs: tuple[Any, ...]) -> list[InputSpec]:
     return specs
 
 
-def random_inputs(specs: list[InputSpec], seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """Seeded random tensors for ``specs``: normal floats, uniform integers, fair booleans."""
+class InputsTooLarge(RunError):
+    """Random inputs whose bytes pass the data budget; nothing was made (bad input: exit 2)."""
+
+    exit_code = 2
+
+
+def random_inputs(specs: list[InputSpec], seed: int = 0, *, budget: DataBudget | None = None) -> tuple[torch.Tensor, ...]:
+    """Seeded random tensors for ``specs``: normal floats, uniform integers, fair booleans.
+
+    Their bytes (and those of the float32 draw that other floating and boolean inputs are made
+    from), summed, are counted against ``budget`` (a fresh ``DataBudget`` when None) before any is
+    made: ``InputsTooLarge`` past it.
+    """
+    budget = budget if budget is not None else DataBudget("random inputs")
+    for i, spec in enumerate(specs, 1):
+        dtype = _INPUT_DTYPES[spec.dtype]
+        try:
+            budget.take_tensor(spec.shape, dtype, f"input {i} ({spec.text()})")
+            if dtype != torch.float32 and (dtype.is_floating_point or dtype == torch.bool):
+                budget.take_tensor(spec.shape, torch.float32, f"input {i}'s float32 draw ({spec.text()})")
+        except BudgetExceeded as exc:
+            raise InputsTooLarge(exc.message) from None
     gen = torch.Generator().manual_seed(int(seed))
     out = []
     for spec in specs:

@@ -20,7 +20,8 @@ import torch.fx
 from torch import nn
 
 from fxstudio.core import fx_compat, trust
-from fxstudio.core.argsyntax import parse_value, rewrite_percent
+from fxstudio.core.argsyntax import rewrite_percent
+from fxstudio.core.edits.common import parse_cached
 from fxstudio.core.edits.primitives import Primitive
 from fxstudio.core.edits.state import Changes, EditState
 from fxstudio.core.edits.validation import anchor_spec_problem, name_regex
@@ -137,15 +138,25 @@ def select_anchors(state: EditState, field: str, spec: Any) -> tuple[list[torch.
 def parse_with_anchor(state: EditState, text: str, anchor: torch.fx.Node) -> Any:
     """Parse argument text against the graph, ``%@`` standing for ``anchor`` (outside string literals)."""
     if ANCHOR not in text:
-        return parse_value(text, state.find)
+        return parse_cached(text, state.find)
     try:
-        return parse_value(_substitute_anchor(text), lambda name: anchor if name == _ANCHOR_NAME else state.find(name))
+        return parse_cached(_substitute_anchor(text),
+                            lambda name: anchor if name == _ANCHOR_NAME else state.find(name))
     except EditRefused as exc:
         raise EditRefused(exc.message.replace(f"%{_ANCHOR_NAME}", ANCHOR)) from None
 
 
+_SUBSTITUTED: dict[str, str] = {}
+
+
 def _substitute_anchor(text: str) -> str:
-    return rewrite_percent(text, lambda nxt: nxt.string == "@", f"%{_ANCHOR_NAME}", 2)
+    done = _SUBSTITUTED.get(text)
+    if done is None:
+        done = rewrite_percent(text, lambda nxt: nxt.string == "@", f"%{_ANCHOR_NAME}", 2)
+        if len(_SUBSTITUTED) > 4096:
+            _SUBSTITUTED.clear()
+        _SUBSTITUTED[text] = done
+    return done
 
 
 # ------------------------------------------------------------------------------- unused submodules

@@ -12,14 +12,15 @@ import torch.fx
 
 from fxstudio.core.argsyntax import format_value, short_repr
 from fxstudio.core.edits.bulk import drop_unused, match_nodes, no_match
-from fxstudio.core.edits.common import check_refs_usable, node_field, nodes_in, parse_in_graph, plural, text_field
+from fxstudio.core.edits.common import (check_refs_usable, node_field, nodes_in, parse_in_graph, plural,
+                                        target_in_graph, text_field)
 from fxstudio.core.edits.ordering import ensure_before
 from fxstudio.core.edits.primitives import AddSubmodule, SetArgs, SetTarget, Transaction
 from fxstudio.core.edits.state import ID_KEY
 from fxstudio.core.edits.call_checks import check_call
 from fxstudio.core.edits.validation import bulk_fields_problem, droppable_kwargs, keyword_problem
 from fxstudio.core.errors import EditRefused
-from fxstudio.core.targets import NewSubmodule, format_target, parse_target
+from fxstudio.core.targets import NewSubmodule, format_target
 
 _CALLS = ("call_function", "call_method", "call_module")
 
@@ -169,7 +170,7 @@ def op_set_target(tx: Transaction, edit: dict) -> tuple[str, dict]:
         if node.op not in (*_CALLS, "get_attr"):
             raise EditRefused(f"%{node.name} is a {node.op} node; it has no target to set.")
         old = format_target(node, state.user_module)
-        dropped = retarget(tx, node, parse_target(node.op, text, state.gm, state.user_module, state.known_functions))
+        dropped = retarget(tx, node, target_in_graph(state, node.op, text))
         record = {"op": "set_target", "node": node.name, "target": text}
         label = f"Set {node.name} target {old} → {text}"
         if dropped:
@@ -184,8 +185,7 @@ def op_set_target(tx: Transaction, edit: dict) -> tuple[str, dict]:
     old_paths = [str(n.target) for n in nodes] if cls is not None else []
     for node in nodes:
         try:
-            dropped.update(retarget(tx, node, parse_target(node.op, text, state.gm, state.user_module,
-                                                           state.known_functions)))
+            dropped.update(retarget(tx, node, target_in_graph(state, node.op, text)))
         except EditRefused as exc:
             hint = (" (a module class is swapped for a constructor such as torch.nn.GELU(), or a submodule path)"
                     if cls is not None and "(" not in text else "")

@@ -5,14 +5,14 @@ from __future__ import annotations
 import torch.fx
 
 from fxstudio.core.edits.bulk import parse_with_anchor, select_anchors
-from fxstudio.core.edits.common import check_refs_usable, node_field, nodes_in, plural, text_field
+from fxstudio.core.edits.common import check_refs_usable, node_field, nodes_in, plural, target_in_graph, text_field
 from fxstudio.core.edits.ops_args import fresh_submodule_name, replace_uses
 from fxstudio.core.edits.primitives import AddSubmodule, NodeLife, Rename, Transaction
 from fxstudio.core.edits.state import ID_KEY, EditState
 from fxstudio.core.edits.call_checks import check_call
 from fxstudio.core.edits.validation import bulk_fields_problem
 from fxstudio.core.errors import EditRefused
-from fxstudio.core.targets import NewSubmodule, check_node_name, parse_target
+from fxstudio.core.targets import NewSubmodule, check_node_name
 
 INSERT_KINDS = ("call_function", "call_method", "call_module", "get_attr")
 _FRAME_KEYS = ("fxs_module_path", "fxs_module_stack")
@@ -96,8 +96,8 @@ def _insert_one(tx: Transaction, edit: dict, anchor: torch.fx.Node, where: str, 
     name = None if each else _free_name(state, edit)
     args_text = text_field(edit, "args", "()").strip()
     kwargs_text = text_field(edit, "kwargs", "{}").strip()
-    args = parse_with_anchor(state, args_text, anchor)
-    kwargs = parse_with_anchor(state, kwargs_text, anchor)
+    args = () if args_text == "()" else parse_with_anchor(state, args_text, anchor)
+    kwargs = {} if kwargs_text == "{}" else parse_with_anchor(state, kwargs_text, anchor)
     if not isinstance(args, tuple):
         raise EditRefused(f"'args' must be a tuple such as (%{anchor.name},), not {args_text!r}.")
     if not isinstance(kwargs, dict) or not all(isinstance(k, str) and k.isidentifier() for k in kwargs):
@@ -109,7 +109,7 @@ def _insert_one(tx: Transaction, edit: dict, anchor: torch.fx.Node, where: str, 
             raise EditRefused(f"%{ref.name} is defined after the insertion point ({where} %{anchor.name}); "
                               "insert later, or insert first and rewire afterwards.")
     target_text = text_field(edit, "target").strip()
-    target = parse_target(kind, target_text, state.gm, state.user_module, state.known_functions)
+    target = target_in_graph(state, kind, target_text)
     if isinstance(target, NewSubmodule):
         target_text = target.text
         sub = fresh_submodule_name(state.gm, target.base_name)

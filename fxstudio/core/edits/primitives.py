@@ -13,6 +13,8 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core.edits.ledger import attach, ledger_of
+from fxstudio.core.edits.shapes import META_KEYS
 from fxstudio.core.edits.state import ID_KEY, Changes, EditState, Ref
 
 
@@ -93,6 +95,10 @@ class NodeLife(Primitive):
         node.meta = self.meta
         state.by_id[self.node_id] = node
         state.place_after(node, self.prev_id)
+        ledger = ledger_of(state.gm)
+        if ledger is not None and (self.__dict__.get("_counted") or not self.create):
+            ledger.update(node, state.gm)  # (a node inserted now is counted by the edit's budget check)
+        self.__dict__["_counted"] = True
         changes.add(self.node_id)
         changes.change(*_ref_ids((self.args, self.kwargs)))
 
@@ -100,6 +106,9 @@ class NodeLife(Primitive):
         node = state.by_id.pop(self.node_id)
         if state.by_name.get(node.name) is node:
             del state.by_name[node.name]
+        ledger = ledger_of(state.gm)
+        if ledger is not None:
+            ledger.drop(node)
         state.graph.erase_node(node)
         changes.remove(self.node_id)
         changes.change(*_ref_ids((self.args, self.kwargs)))
@@ -172,25 +181,52 @@ class AddSubmodule(Primitive):
     def apply(self, state: EditState, changes: Changes) -> None:
         self.module.train(state.gm.training)  # a new Dropout in an eval-mode model is in eval mode too
         state.gm.add_submodule(self.name, self.module)
+        ledger = ledger_of(state.gm)
+        if ledger is not None:  # its weights count against the edit budget
+            tensors = [*self.module.parameters(), *self.module.buffers()]
+            ledger.set_module(self.name, sum(t.numel() * t.element_size() for t in tensors))
 
     def revert(self, state: EditState, changes: Changes) -> None:
         delattr(state.gm, self.name)
+        ledger = ledger_of(state.gm)
+        if ledger is not None:
+            ledger.set_module(self.name, None)
 
 
 class Transaction:
-    """Applies primitives one by one; on failure ``rollback`` reverts them and fx's name bookkeeping."""
+    """Applies primitives one by one; on failure ``rollback`` reverts them, the shape metadata the
+    edit's budget check wrote (``save_meta``), the cost ledger and fx's name bookkeeping.
+
+    Made for every edit: its cost does not grow with the graph (the first one of a document counts
+    the graph as opened, once: the ledger's baseline)."""
 
     def __init__(self, state: EditState):
         self.state = state
         self.done: list[Primitive] = []
         self.changes = Changes()
+        self.ledger = attach(state.gm)
+        self.ledger.fresh.clear()
         self._namespace = state.snapshot_namespace()
         self._next_id = state.next_id
+        self._saved: dict[torch.fx.Node, tuple] = {}
 
     def do(self, primitive: Primitive) -> None:
         """Apply ``primitive`` now and remember it."""
         primitive.apply(self.state, self.changes)
         self.done.append(primitive)
+
+    def save_meta(self, node: torch.fx.Node) -> None:
+        """Keep ``node``'s shape metadata and ledger entry as they are before this transaction first
+        writes them (the shape refresh of the budget check calls this)."""
+        if node not in self._saved:
+            node_id = node.meta.get(ID_KEY)
+            self._saved[node] = (node.meta, {k: node.meta[k] for k in META_KEYS if k in node.meta},
+                                 self.ledger.entry(node_id), node_id in self.ledger.stale)
+
+    def had_shape(self, node: torch.fx.Node) -> bool:
+        """Whether ``node`` had a recorded shape before this transaction wrote its metadata."""
+        saved = self._saved.get(node)
+        return "tensor_meta" in (saved[1] if saved is not None else node.meta)
 
     def rollback(self) -> None:
         """Revert everything done, newest first, leaving the state as it was before the transaction."""
@@ -198,5 +234,16 @@ class Transaction:
         for primitive in reversed(self.done):
             primitive.revert(self.state, scratch)
         self.done.clear()
+        for meta, keys, entry, stale in self._saved.values():
+            for key in META_KEYS:
+                meta.pop(key, None)
+            meta.update(keys)
+            node_id = meta.get(ID_KEY)
+            live = self.state.by_id.get(node_id)
+            if live is not None and live.meta is meta:  # the node (or its re-creation) is in the graph
+                self.ledger.put(node_id, entry)
+                (self.ledger.stale.add if stale else self.ledger.stale.discard)(node_id)
+        self._saved.clear()
+        self.ledger.fresh.clear()
         self.state.restore_namespace(self._namespace)
         self.state.next_id = self._next_id  # a checked or refused edit uses up no ids

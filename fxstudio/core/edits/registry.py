@@ -9,6 +9,7 @@ all read ``OPS``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,9 @@ from typing import Any
 from fxstudio.core.argsyntax import short_repr
 from fxstudio.core.edits.ops_args import op_del_kwarg, op_replace_uses, op_set_arg, op_set_target
 from fxstudio.core.edits.ops_nodes import op_duplicate, op_eliminate_dead_code, op_erase, op_insert, op_rename
+from fxstudio.core.edits.call_checks import check_budgets, settle_stale
 from fxstudio.core.edits.primitives import Transaction
+from fxstudio.core.edits.state import Changes
 from fxstudio.core.edits.validation import bulk_fields_problem
 from fxstudio.core.edits.whole_graph import op_replace_pattern, op_run_pass
 from fxstudio.core.errors import EditRefused
@@ -60,10 +63,42 @@ def declare(name: str, handler: Handler, summary: str, *, required: tuple[str, .
     fields = frozenset(required) | frozenset(optional)
     if not set(texts) | set(bools) <= fields or set(texts) & set(bools):
         raise ValueError(f"op {name!r}: text and bool fields must be distinct fields of the op")
-    spec = OpSpec(name, frozenset(required), frozenset(optional), tuple(texts), handler, summary,
+    spec = OpSpec(name, frozenset(required), frozenset(optional), tuple(texts), budgeted(handler), summary,
                   frozenset(bools), script_check)
     OPS[name] = spec
     return spec
+
+
+def budgeted(handler: Handler) -> Handler:
+    """``handler`` followed by the budget check of what it changed (``call_checks.check_budgets``):
+    the transaction's ``changes`` of this edit alone are checked, then merged into the command's."""
+    @functools.wraps(handler)
+    def run(tx: Transaction, edit: dict) -> tuple[str, dict]:
+        settle_stale(tx)
+        outer = tx.changes
+        tx.changes = Changes()
+        before = (tx.ledger.spent_bytes, tx.ledger.total_work)
+        try:
+            result = handler(tx, edit)
+            check_budgets(tx, tx.changes, before)
+        finally:
+            inner, tx.changes = tx.changes, outer
+            _merge(outer, inner)
+        return result
+
+    return run
+
+
+def _merge(outer: Changes, inner: Changes) -> None:
+    """Add what one edit changed (``inner``) to what its command changed so far (``outer``)."""
+    for node_id in inner.removed:
+        outer.remove(node_id)
+    for node_id in inner.added:
+        outer.add(node_id)
+    outer.change(*inner.changed)
+    for node_id in inner.recompute:
+        if node_id not in outer.recompute:
+            outer.compute(node_id)
 
 
 def _keyword_key(edit: dict) -> str | None:
@@ -95,7 +130,8 @@ declare("eliminate_dead_code", op_eliminate_dead_code, "erase every pure node wh
 declare("run_pass", op_run_pass, "run a torch.fx pass (a file's function, Transformer or PassBase, or a built-in)",
         required=("name",), optional=("file", "sha256"), texts=("name", "file", "sha256"))
 declare("replace_pattern", op_replace_pattern, "replace every match of a pattern function by a replacement function",
-        required=("file", "pattern", "replacement"), texts=("file", "pattern", "replacement"))
+        required=("file", "pattern", "replacement"), optional=("sha256",),
+        texts=("file", "pattern", "replacement", "sha256"))
 
 
 def check_fields(edit: Any) -> str:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import heapq
-import logging
 import threading
 import warnings
 import weakref
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
@@ -21,15 +21,22 @@ from torch.fx.passes.shape_prop import TensorMetadata
 
 from fxstudio.core import fx_compat
 from fxstudio.core import trust
+from fxstudio.core.edits.fake_results import (UNKNOWN, MetaOnly, NoKey, function_kind, key_of, remember,
+                                              result_cache)
+from fxstudio.core.edits.ledger import ledger_of
+from fxstudio.core.edits.work import meta_nbytes, shape_of, value_nbytes
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.metadata import dtype_name
 from fxstudio.core.module_state import CannotCopy, run_copy
 
 DEFAULT_BUDGET = 128  # node evaluations per edit (~0.3-1 ms each) before the rest is marked unknown
-_UNKNOWN = object()
+_UNKNOWN = UNKNOWN  # a value that cannot be told before a run (data-dependent, or not evaluable here)
+_FAILED = object()  # a value that cannot be computed: the call, or one of its inputs, fails (a run stops there)
 _LOCAL = threading.local()  # the fake mode of each thread that edits (a mode is not thread-safe)
 _MAX_DEPTH = 64  # how far up to evaluate inputs that recorded no metadata (x.shape[0] chains)
 _META_KEYS = ("tensor_meta", "fxs_shape", "fxs_dtype", "fxs_shape_error")
+META_KEYS = _META_KEYS
+"""The ``node.meta`` keys the shape refresh writes (a transaction saves them to roll back)."""
 
 
 class ShapeRefresher:
@@ -41,61 +48,101 @@ class ShapeRefresher:
 
     def __init__(self, gm: torch.fx.GraphModule, traced: bool = True):
         self.gm = gm
-        self.enabled = any("tensor_meta" in n.meta for n in gm.graph.nodes if n.op == "placeholder")
+        self.enabled = any("tensor_meta" in n.meta for n in _placeholders(gm.graph))
         self.complete = True
         self.budget = DEFAULT_BUDGET
         # what the traced graph calls (it ran under a fake mode when the model was loaded); taken
         # when the document is made, so nothing added to the graph later counts as traced
         self._traced = {id(n.target) for n in gm.graph.nodes if n.op == "call_function"} if traced else set()
+        self._journal: Callable[[torch.fx.Node], None] | None = None
+        self._lazy: contextlib.ExitStack | None = None  # refresh: the fake mode, entered at the first miss
+        self.evaluated: list[torch.fx.Node] = []  # the nodes the last refresh evaluated
+        self.unknown: list[torch.fx.Node] = []  # ... whose value it could not tell (no error either)
 
     @property
     def mode(self):
         """The fake mode of this thread, shared by all its documents (see ``fake_mode``)."""
         return fake_mode()
 
-    def refresh(self, nodes: list[torch.fx.Node], budget: int | None | str = "default") -> set[torch.fx.Node]:
+    def refresh(self, nodes: list[torch.fx.Node], budget: int | None | str = "default",
+                journal: Callable[[torch.fx.Node], None] | None = None) -> set[torch.fx.Node]:
         """Recompute ``nodes`` and, transitively, users whose inputs changed; returns the nodes
-        whose shape metadata changed.
+        whose shape metadata changed. Every node evaluated gets its entry in the module's cost
+        ledger (``edits/ledger.py``) updated. The first refresh after an edit skips the nodes the
+        edit's budget check just evaluated (``Ledger.fresh``).
 
         After ``budget`` evaluations the rest of the wave is not computed but cleared (shape
         unknown, never stale) and ``complete`` turns False until a refresh without budget.
+        ``journal(node)`` is called before a node's metadata is first written (a transaction
+        keeps what it was, to roll back).
         """
+        ledger = ledger_of(self.gm)
+        if journal is None and ledger is not None and ledger.fresh:
+            fresh, ledger.fresh = ledger.fresh, set()  # evaluated by the edit's own check, just now
+            nodes = [n for n in nodes if n.meta.get("fxs_id") not in fresh]
+        self.evaluated, self.unknown = [], []
         if not self.enabled or not nodes:
             return set()
+        self._journal = journal
         if budget == "default":
             budget = self.budget
-        evaluations = 0
         heap = list({n for n in nodes if not fx_compat.node_erased(n)})
         heapq.heapify(heap)
         queued = set(heap)
         values: dict[torch.fx.Node, Any] = {}
         changed: set[torch.fx.Node] = set()
-        with warnings.catch_warnings(), torch.no_grad(), _fake_tensor_logs_off(), self.mode:
-            warnings.simplefilter("ignore")
-            while heap:
-                node = heapq.heappop(heap)
-                if node.op == "placeholder":
-                    continue
-                if budget is not None and evaluations >= budget:
-                    self.complete = False
-                    changed |= _clear_downstream([node, *heap])
-                    break
-                evaluations += 1
-                value, error = self._evaluate(node, values)
-                values[node] = value
-                if self._write(node, value, error):
-                    changed.add(node)
-                    for user in node.users:
-                        if user not in queued:
-                            queued.add(user)
-                            heapq.heappush(heap, user)
+        try:
+            with contextlib.ExitStack() as lazy:
+                self._lazy = lazy  # results from the cache need no fake mode: entered on the first miss
+                self._wave(heap, queued, values, changed, budget, journal)
+        finally:
+            self._lazy = None
+            self._journal = None
         return changed
+
+    def _wave(self, heap: list, queued: set, values: dict, changed: set, budget: int | None, journal) -> None:
+        """The evaluation loop of ``refresh``."""
+        evaluations = 0
+        while heap:
+            node = heapq.heappop(heap)
+            if node.op == "placeholder":
+                continue
+            if budget is not None and evaluations >= budget:
+                self.complete = False
+                changed |= _clear_downstream([node, *heap], ledger_of(self.gm), journal)
+                break
+            evaluations += 1
+            self.evaluated.append(node)
+            value, error = self._evaluate(node, values)
+            if value is _UNKNOWN and error is None:
+                self.unknown.append(node)
+            values[node] = value
+            if self._write(node, value, error):
+                changed.add(node)
+                for user in node.users:
+                    if user not in queued:
+                        queued.add(user)
+                        heapq.heappush(heap, user)
+
+    def _enter_fake(self) -> None:
+        """Inside ``refresh``: enter the fake mode (and no-grad, quiet warnings) if not yet done."""
+        lazy = self._lazy
+        if lazy is not None:
+            self._lazy = None
+            lazy.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("ignore")
+            lazy.enter_context(torch.no_grad())
+            lazy.enter_context(fx_compat.fake_tensor_logs_off())
+            lazy.enter_context(self.mode)
 
     def _value_of(self, node: torch.fx.Node, values: dict, depth: int) -> Any:
         """A fake value for an input: from its recorded metadata, or evaluated (non-tensor nodes such
         as ``x.shape[0]`` record no metadata)."""
         if node in values:
-            return values[node]
+            value = values[node]
+            if isinstance(value, MetaOnly):  # a cached result: made a fake tensor when first needed
+                value = values[node] = self._fake_from_meta(value.meta)
+            return value
         meta = node.meta.get("tensor_meta")
         if meta is not None:
             value = self._fake_from_meta(meta)
@@ -103,6 +150,8 @@ class ShapeRefresher:
             value = _UNKNOWN
         else:
             value, _ = self._evaluate(node, values, depth + 1)
+            if isinstance(value, MetaOnly):
+                value = self._fake_from_meta(value.meta)
         values[node] = value
         return value
 
@@ -115,18 +164,67 @@ class ShapeRefresher:
         return _UNKNOWN
 
     def _evaluate(self, node: torch.fx.Node, values: dict, depth: int = 0) -> tuple[Any, str | None]:
+        key = self.cache_key(node.op, node.target, node.args, node.kwargs, values)
+        if key is not None:
+            hit = result_cache().get(key)
+            if hit is not None:
+                return MetaOnly(list(hit) if isinstance(hit, list) else hit), None
+        value, error = self._evaluate_now(node, values, depth)
+        if key is not None and error is None:
+            remember(key, _tensor_meta(value))
+        return value, error
+
+    def cache_key(self, op: str, target: Any, node_args: tuple, node_kwargs: dict, values: dict) -> Any:
+        """What a call's fake result depends on, or None when it cannot be told without evaluating:
+        the target and the shape, stride, dtype (device, grad) of every tensor operand, from the
+        values of this refresh or the recorded metadata, and every literal exactly (with its type).
+
+        Fake results depend on nothing else, so a graph of repeated blocks, or a script of repeated
+        inserts, evaluates each distinct call once. Not cached: submodule calls, calls this
+        refresher may not make, in-place calls (they may change their operand's metadata) and
+        operands that are fake constants (their values may decide a shape)."""
+        if op == "call_function":
+            kind = function_kind(target)
+            if kind == "no" or (kind == "traced" and id(target) not in self._traced):
+                return None
+        elif op == "call_method":
+            if not isinstance(target, str) or target.startswith("_") or target.endswith("_") \
+                    or target in trust.TENSOR_METHODS_DENIED:
+                return None
+        else:
+            return None
+        try:
+            args = tuple(key_of(a, values) for a in node_args)
+            kwargs = tuple((k, key_of(v, values)) for k, v in node_kwargs.items())
+            if op == "call_method" and not (args and args[0][0] == "T"):
+                return None  # the receiver must be a tensor
+            key = (op, target, args, kwargs, torch.get_default_dtype())
+            hash(key)
+        except NoKey:
+            return None
+        except TypeError:  # an unhashable target
+            return None
+        return key
+
+    def _evaluate_now(self, node: torch.fx.Node, values: dict, depth: int = 0) -> tuple[Any, str | None]:
+        self._enter_fake()
         unknown = []
+
+        failed = []
 
         def fetch(n: torch.fx.Node) -> Any:
             v = self._value_of(n, values, depth)
-            if v is _UNKNOWN or (isinstance(v, (list, tuple)) and any(x is _UNKNOWN for x in v)):
-                unknown.append(n)
+            kind = _missing(v)
+            if kind is not None:
+                (unknown if kind is _UNKNOWN else failed).append(n)
             return v
 
         args = torch.fx.node.map_arg(node.args, fetch)
         kwargs = torch.fx.node.map_arg(node.kwargs, fetch)
         if unknown:
             return _UNKNOWN, None
+        if failed:  # downstream of an error: a run stops there first
+            return _FAILED, None
         try:  # inside the fake mode (see refresh)
             if node.op == "output":
                 return args[0], None
@@ -141,7 +239,7 @@ class ShapeRefresher:
         except (RuntimeError, ValueError, TypeError, IndexError, AttributeError, KeyError, AssertionError) as exc:
             if _is_fake_limitation(exc):
                 return _UNKNOWN, None
-            return _UNKNOWN, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+            return _FAILED, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
         except Exception:  # noqa: BLE001 - anything else: shape unknown, not an error of the edit
             return _UNKNOWN, None
         return _UNKNOWN, None
@@ -170,7 +268,17 @@ class ShapeRefresher:
         return _UNKNOWN
 
     def _write(self, node: torch.fx.Node, value: Any, error: str | None) -> bool:
-        """Store the metadata for ``value``; True when it differs from what was there."""
+        """Store the metadata for ``value`` and count the node in the module's ledger; True when
+        the metadata differs from what was there."""
+        if self._journal is not None:
+            self._journal(node)
+        changed = self._write_meta(node, value, error)
+        ledger = ledger_of(self.gm)
+        if ledger is not None:
+            ledger.update(node, self.gm)
+        return changed
+
+    def _write_meta(self, node: torch.fx.Node, value: Any, error: str | None) -> bool:
         before = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
         meta = _tensor_meta(value)
         if meta is None:
@@ -189,7 +297,7 @@ class ShapeRefresher:
                 node.meta["fxs_dtype"] = [dtype_name(m.dtype) if m is not None else None for m in meta]
         after = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
         # non-tensor results (sizes, tuples of ints) are not recorded: always let users recompute
-        return before != after or (meta is None and value is not _UNKNOWN)
+        return before != after or (meta is None and _missing(value) is None)
 
 
 _PYTHON_VALUED_METHODS = frozenset({
@@ -210,14 +318,14 @@ def operand_values(gm: torch.fx.GraphModule | None) -> Callable[[torch.fx.Node],
 
     def value_of(node: torch.fx.Node) -> Any:
         if not made:
-            made.append(ShapeRefresher(gm, traced=False) if isinstance(gm, torch.fx.GraphModule) else None)
+            made.append(_checker(gm) if isinstance(gm, torch.fx.GraphModule) else None)
         refresher = made[0]
         if refresher is None or not refresher.enabled:
             return trust.UNKNOWN
-        with warnings.catch_warnings(), torch.no_grad(), _fake_tensor_logs_off(), refresher.mode:
+        with warnings.catch_warnings(), torch.no_grad(), fx_compat.fake_tensor_logs_off(), refresher.mode:
             warnings.simplefilter("ignore")
             value = refresher._value_of(node, values, 0)
-        if value is _UNKNOWN or (isinstance(value, (list, tuple)) and any(v is _UNKNOWN for v in value)):
+        if _missing(value) is not None:
             # past what fake propagation computes (data-dependent shapes): a submodule's or torch
             # operator's result is still a tensor; a Python value stays unknown
             if (node.op == "call_module" or (node.op == "call_function" and trust.makes_tensors(node.target))
@@ -229,25 +337,52 @@ def operand_values(gm: torch.fx.GraphModule | None) -> Callable[[torch.fx.Node],
     return value_of
 
 
-def result_elements(gm: torch.fx.GraphModule | None, op: str, target: Any, args: tuple,
-                    kwargs: dict) -> tuple[int, int] | None:
-    """(elements of the tensors a prospective call would return, elements of its largest tensor
-    operand), computed on fake tensors before the node exists; None when that cannot be told."""
+@dataclass(frozen=True)
+class Prospect:
+    """What a call an edit is about to make would return, told on fake tensors before the node
+    exists: its result and operands as ``work.Shape``s (literals as they are) and the result's bytes."""
+
+    out: Any
+    args: tuple
+    kwargs: dict
+    nbytes: int
+
+
+def prospective_call(gm: torch.fx.GraphModule | None, op: str, target: Any, args: tuple,
+                     kwargs: dict) -> Prospect | None:
+    """The ``Prospect`` of ``target(*args, **kwargs)`` as a node of kind ``op`` of the edited graph
+    ``gm`` (node operands from their recorded metadata, through the result cache); None when it
+    cannot be told (no shapes, an operand of unknown shape, a call that fails or may not run here)."""
     if op not in ("call_function", "call_method", "call_module") or not isinstance(gm, torch.fx.GraphModule):
         return None
-    refresher = ShapeRefresher(gm, traced=False)  # the edited graph now: only what trust allows runs
+    refresher = _checker(gm)  # the edited graph now: only what trust allows runs
     if not refresher.enabled:
         return None
     values: dict[torch.fx.Node, Any] = {}
     unknown = []
 
+    def meta_shape(n: torch.fx.Node) -> Any:
+        meta = n.meta.get("tensor_meta")
+        if meta is None:
+            unknown.append(n)
+        return shape_of(meta)
+
+    key = refresher.cache_key(op, target, args, kwargs, values)
+    hit = result_cache().get(key) if key is not None else None
+    if hit is not None:
+        shaped_args = torch.fx.node.map_arg(args, meta_shape)
+        shaped_kwargs = torch.fx.node.map_arg(kwargs, meta_shape)
+        if not unknown:
+            return Prospect(shape_of(hit), shaped_args, dict(shaped_kwargs), meta_nbytes(hit))
+
     def fetch(n: torch.fx.Node) -> Any:
         v = refresher._value_of(n, values, 0)
-        if v is _UNKNOWN or (isinstance(v, (list, tuple)) and any(x is _UNKNOWN for x in v)):
+        if _missing(v) is not None:
             unknown.append(n)
         return v
 
-    with warnings.catch_warnings(), torch.no_grad(), _fake_tensor_logs_off(), refresher.mode:
+    unknown.clear()
+    with warnings.catch_warnings(), torch.no_grad(), fx_compat.fake_tensor_logs_off(), refresher.mode:
         warnings.simplefilter("ignore")
         fake_args = torch.fx.node.map_arg(args, fetch)
         fake_kwargs = torch.fx.node.map_arg(kwargs, fetch)
@@ -259,20 +394,39 @@ def result_elements(gm: torch.fx.GraphModule | None, op: str, target: Any, args:
             return None
     if out is _UNKNOWN:
         return None
-    return _elements(out), max([_elements(v) for v in (*fake_args, *fake_kwargs.values())] + [0])
+    if key is not None:
+        remember(key, _tensor_meta(out))
+    return Prospect(shape_of(out), shape_of(tuple(fake_args)), {k: shape_of(v) for k, v in fake_kwargs.items()},
+                    value_nbytes(out))
 
 
-def _elements(value: Any) -> int:
-    if isinstance(value, torch.Tensor):
-        try:
-            return int(value.numel())
-        except Exception:  # noqa: BLE001 - symbolic sizes
-            return 0
+def _missing(value: Any) -> Any:
+    """``_UNKNOWN`` when ``value`` (or an item of it) cannot be told before a run, else ``_FAILED``
+    when it (or an item) cannot be computed, else None."""
+    if value is _UNKNOWN or value is _FAILED:
+        return value
     if isinstance(value, (list, tuple)):
-        return sum(_elements(v) for v in value)
-    if isinstance(value, dict):
-        return sum(_elements(v) for v in value.values())
-    return 0
+        if any(v is _UNKNOWN for v in value):
+            return _UNKNOWN
+        if any(v is _FAILED for v in value):
+            return _FAILED
+    return None
+
+
+def _checker(gm: torch.fx.GraphModule) -> "ShapeRefresher":
+    """A refresher for the checks of edits on ``gm`` (``traced=False``: only what trust allows runs)."""
+    return ShapeRefresher(gm, traced=False)
+
+
+def _placeholders(graph: torch.fx.Graph):
+    """The graph's input nodes (``find_nodes``' index where torch has it, else a scan)."""
+    find = getattr(graph, "find_nodes", None)
+    if find is not None:
+        try:
+            return find(op="placeholder")
+        except Exception:  # noqa: BLE001 - an older torch: scan
+            pass
+    return [n for n in graph.nodes if n.op == "placeholder"]
 
 
 def fake_mode():
@@ -299,30 +453,22 @@ def _fake_module(module: torch.nn.Module) -> torch.nn.Module:
     return fake
 
 
-@contextlib.contextmanager
-def _fake_tensor_logs_off():
-    """FakeTensorMode logs a traceback for an op that fails on its inputs; here that is an
-    expected outcome (kept in ``fxs_shape_error``), not something to print."""
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
-    before = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = before
-
-
-def _clear_downstream(nodes: list[torch.fx.Node]) -> set[torch.fx.Node]:
-    """Remove the shape keys of ``nodes`` and everything that uses them (cheap: no evaluation)."""
+def _clear_downstream(nodes: list[torch.fx.Node], ledger=None, journal=None) -> set[torch.fx.Node]:
+    """Remove the shape keys of ``nodes`` and everything that uses them (cheap: no evaluation).
+    The ledger keeps their last counts and marks them stale (the next edit evaluates them)."""
     cleared: set[torch.fx.Node] = set()
     seen = set(nodes)
     stack = list(nodes)
     while stack:
         node = stack.pop()
         if any(key in node.meta for key in _META_KEYS):
+            if journal is not None:
+                journal(node)
             for key in _META_KEYS:
                 node.meta.pop(key, None)
             cleared.add(node)
+            if ledger is not None and "fxs_id" in node.meta:
+                ledger.stale.add(node.meta["fxs_id"])
         for user in node.users:
             if user not in seen:
                 seen.add(user)
@@ -340,6 +486,8 @@ def _signature(meta: Any) -> Any:
 
 
 def _tensor_meta(value: Any) -> Any:
+    if isinstance(value, MetaOnly):
+        return value.meta
     if isinstance(value, torch.Tensor):
         try:
             return fx_compat.extract_tensor_metadata(value)

@@ -29,6 +29,22 @@ def signatures(op: str, target: Any, gm: torch.nn.Module | None = None,
     return list(sigs) or None
 
 
+_KEYWORDS: dict[int, tuple[tuple, set[str] | None]] = {}
+
+
+def _keywords_of(sigs: tuple) -> set[str] | None:
+    """``_keyword_names`` of a signatures tuple, remembered per tuple (``fxstudio.core.signatures``
+    caches the tuples, so a script repeating one target computes them once)."""
+    hit = _KEYWORDS.get(id(sigs))
+    if hit is not None and hit[0] is sigs:
+        return hit[1]
+    names = _keyword_names(list(sigs))
+    if len(_KEYWORDS) > 1024:
+        _KEYWORDS.clear()
+    _KEYWORDS[id(sigs)] = (sigs, names)
+    return names
+
+
 def check_call(op: str, target: Any, args: tuple, kwargs: dict, gm: torch.nn.Module | None = None) -> str | None:
     """Why ``target(*args, **kwargs)`` cannot be called (keyword, arity, a tensor constant that fx
     cannot write into code), or None when it can or the signature is unknown."""
@@ -56,11 +72,12 @@ def check_call(op: str, target: Any, args: tuple, kwargs: dict, gm: torch.nn.Mod
         return f"{format_value(args[0])}[...] cannot be indexed: args[0] of getitem must be a node or a sequence."
     if op == "call_method" and (not args or not isinstance(args[0], torch.fx.Node)):
         return f"The object .{target}() is called on (args[0]) must be a node reference such as %x."
-    sigs = signatures(op, target, gm, args)
-    if not sigs:
+    raw = target_signatures(op, target, gm, args)
+    if not raw:
         return None
+    sigs = list(raw)
     name = call_label(op, target)
-    known = _keyword_names(sigs)
+    known = _keywords_of(raw) if isinstance(raw, tuple) else _keyword_names(sigs)
     if known is not None:
         bad = [k for k in kwargs if k not in known]
         if bad:

@@ -12,6 +12,7 @@ changed.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,8 @@ import torch
 import torch.fx
 
 from fxstudio.core.edits.common import text_field
+from fxstudio.core.edits.ledger import ledger_of
+from fxstudio.core.edits.work import node_cost
 from fxstudio.core.edits.primitives import Primitive, Transaction
 from fxstudio.core.edits.state import ID_KEY, Changes, EditState
 from fxstudio.core import fx_compat
@@ -80,6 +83,9 @@ class SwapModule(Primitive):
         state.graph = side.graph
         state.by_id = dict(side.by_id)
         state.by_name = dict(side.by_name)
+        ledger = ledger_of(gm)
+        if ledger is not None:  # another graph: count it afresh (the pass's new nodes then get shapes)
+            ledger.recount(side.graph, gm)
 
     def _report(self, changes: Changes, gone: tuple[int, ...], come: tuple[int, ...]) -> None:
         for node_id in gone:
@@ -306,9 +312,7 @@ def compute_outcome(state: EditState, edit: dict) -> PassOutcome:
 
 def _pass_outcome(state: EditState, edit: dict) -> PassOutcome:
     name = text_field(edit, "name").strip()
-    sha256 = edit.get("sha256")
-    if sha256 is not None and not isinstance(sha256, str):
-        raise EditRefused(f"Field 'sha256' must be the pass file's sha256 as text, not {sha256!r}.")
+    sha256 = _sha256_field(edit)
     record: dict = {"op": "run_pass"}
     if edit.get("file") is None:
         if not name.startswith(BUILTIN_PREFIX):
@@ -323,15 +327,51 @@ def _pass_outcome(state: EditState, edit: dict) -> PassOutcome:
         loaded = load_pass(path, name, sha256, allow_changed=trust.allow_changed)
         obj, label, share = loaded.obj, f"{path.name}::{name}", False
         record.update(file=edit["file"], name=name, sha256=loaded.sha256)
-    return PassOutcome(run_pass_object(obj, state.gm, label, path, share_tensors=share), label, record)
+    if path is not None:
+        return PassOutcome(run_pass_object(obj, state.gm, label, path, share_tensors=share), label, record)
+    with _costs_for_the_run(state):
+        result = run_pass_object(obj, state.gm, label, path, share_tensors=share)
+    for node in result.graph.nodes:
+        node.meta.pop(COST_KEY, None)
+    return PassOutcome(result, label, record)
+
+
+COST_KEY = "fxs_cost"
+"""``node.meta`` key of a node's (bytes, work) estimate, given to the nodes for a built-in pass's
+run: ``fxstudio.passes.fold_constants`` sums them to stay inside the edit budgets."""
+
+
+@contextlib.contextmanager
+def _costs_for_the_run(state: EditState):
+    """Give every node of the edited graph its cost estimate (``COST_KEY``, from its shape metadata)
+    while a built-in pass runs on a working copy (whose node metadata is a shallow copy); taken
+    away again afterwards."""
+    gm = state.gm
+    nodes = list(state.graph.nodes)
+    try:
+        for node in nodes:
+            node.meta[COST_KEY] = node_cost(node, gm)
+        yield
+    finally:
+        for node in nodes:
+            node.meta.pop(COST_KEY, None)
+
+
+def _sha256_field(edit: dict) -> str | None:
+    """The pass file's recorded sha256 (``run_pass`` and ``replace_pattern`` alike), or None."""
+    sha256 = edit.get("sha256")
+    if sha256 is not None and not isinstance(sha256, str):
+        raise EditRefused(f"Field 'sha256' must be the pass file's sha256 as text, not {sha256!r}.")
+    return sha256
 
 
 def _pattern_outcome(state: EditState, edit: dict) -> PassOutcome:
     pattern = text_field(edit, "pattern").strip()
     replacement = text_field(edit, "replacement").strip()
+    sha256 = _sha256_field(edit)
     trust, path = _pass_file(state, edit)
-    pat = load_pass(path, pattern, allow_changed=trust.allow_changed)
-    rep = load_pass(path, replacement, allow_changed=trust.allow_changed)
+    pat = load_pass(path, pattern, sha256, allow_changed=trust.allow_changed)
+    rep = load_pass(path, replacement, sha256, allow_changed=trust.allow_changed)
     for fn, field in ((pat.obj, pattern), (rep.obj, replacement)):
         if not callable(fn) or isinstance(fn, type):
             raise EditRefused(f"{path.name}::{field} is a {type(fn).__name__}; replace_pattern needs two functions.")
@@ -346,7 +386,8 @@ def _pattern_outcome(state: EditState, edit: dict) -> PassOutcome:
     if not found or not found[0]:
         raise EditRefused(f"The pattern {path.name}::{pattern} matches nothing in the graph; nothing was changed.")
     n = found[0]
-    record = {"op": "replace_pattern", "file": edit["file"], "pattern": pattern, "replacement": replacement}
+    record = {"op": "replace_pattern", "file": edit["file"], "pattern": pattern, "replacement": replacement,
+              "sha256": pat.sha256}
     return PassOutcome(result, label, record, f"{n} match{'es' if n != 1 else ''}; ")
 
 
@@ -367,6 +408,7 @@ def op_run_pass(tx: Transaction, edit: dict) -> tuple[str, dict]:
 
 
 def op_replace_pattern(tx: Transaction, edit: dict) -> tuple[str, dict]:
-    """``{"op": "replace_pattern", "file", "pattern", "replacement"}``: ``torch.fx.subgraph_rewriter
-    .replace_pattern`` with two functions of a trusted file; refused when the pattern matches nothing."""
+    """``{"op": "replace_pattern", "file", "pattern", "replacement", "sha256"?}``: ``torch.fx.subgraph_rewriter
+    .replace_pattern`` with two functions of a trusted file (refused when its bytes differ from a recorded
+    ``sha256``, as for ``run_pass``); refused when the pattern matches nothing."""
     return _install(tx, edit, "Replace pattern")

@@ -118,6 +118,7 @@ def _count_small(gap: list[int], first: list[int], second: list[int]) -> int:
 
 
 PAIR_GAP_LIMIT = 64  # segments in one layer gap up to which ``CrossingCounter`` compares every pair
+PAIRS_PER_SEGMENT = 8  # and the pairs it keeps, per segment (its memory stays linear in the segments)
 
 
 class CrossingCounter:
@@ -127,18 +128,23 @@ class CrossingCounter:
     work that depends on the segments alone is done once: for every layer gap with at most
     ``PAIR_GAP_LIMIT`` segments, the pairs of segments in that gap (two segments cross when their
     ends are in opposite orders above and below). Wider gaps use ``count_inversions_segmented``.
-    Gives the same number as ``count_layered_crossings``.
+    The pairs are counted before they are made: the gap width up to which they are kept comes down
+    from ``PAIR_GAP_LIMIT`` until there are at most ``max_pairs`` (default ``PAIRS_PER_SEGMENT`` per
+    segment) of them, as layers dozens of dummies wide all the way down would keep hundreds of
+    pairs per segment. Gives the same number as ``count_layered_crossings``.
     """
 
-    def __init__(self, layer: np.ndarray, seg_src: np.ndarray, seg_dst: np.ndarray):
+    def __init__(self, layer: np.ndarray, seg_src: np.ndarray, seg_dst: np.ndarray, max_pairs: int | None = None):
         self.src, self.dst = seg_src, seg_dst
         gap = layer[seg_src]
         order = np.argsort(gap, kind="stable")
         g = gap[order]
         sizes = np.bincount(g) if len(g) else np.zeros(0, dtype=np.int64)
         starts = np.cumsum(sizes) - sizes
+        limit = _pair_gap_limit(sizes, PAIRS_PER_SEGMENT * len(seg_src) + 4096 if max_pairs is None else max_pairs)
+        self.gap_limit = limit
         firsts, seconds = [], []
-        for size in sorted_unique(sizes[(sizes >= 2) & (sizes <= PAIR_GAP_LIMIT)]).tolist():
+        for size in sorted_unique(sizes[(sizes >= 2) & (sizes <= limit)]).tolist():
             i, j = np.triu_indices(size, 1)
             base = starts[sizes == size][:, None]
             firsts.append((base + i).ravel())
@@ -146,7 +152,7 @@ class CrossingCounter:
         a = order[np.concatenate(firsts)] if firsts else np.zeros(0, dtype=np.int64)
         b = order[np.concatenate(seconds)] if seconds else np.zeros(0, dtype=np.int64)
         self.src_a, self.src_b, self.dst_a, self.dst_b = seg_src[a], seg_src[b], seg_dst[a], seg_dst[b]
-        wide = order[sizes[g] > PAIR_GAP_LIMIT]
+        wide = order[sizes[g] > limit]
         self.wide_gap, self.wide_src, self.wide_dst = gap[wide], seg_src[wide], seg_dst[wide]
 
     def __call__(self, pos: np.ndarray) -> int:
@@ -155,6 +161,15 @@ class CrossingCounter:
         if len(self.wide_gap):
             total += count_inversions_segmented(self.wide_gap, pos[self.wide_src], pos[self.wide_dst])
         return total
+
+
+def _pair_gap_limit(sizes: np.ndarray, max_pairs: int) -> int:
+    """The widest gap (at most ``PAIR_GAP_LIMIT`` segments) such that the pairs of all gaps up to
+    that width number at most ``max_pairs``."""
+    widths = np.arange(PAIR_GAP_LIMIT + 1, dtype=np.int64)
+    gaps_of = np.bincount(np.minimum(sizes, PAIR_GAP_LIMIT + 1), minlength=PAIR_GAP_LIMIT + 2)[:PAIR_GAP_LIMIT + 1]
+    cum = np.cumsum(gaps_of * widths * (widths - 1) // 2)
+    return int(np.searchsorted(cum, max_pairs, side="right")) - 1
 
 
 COUNTER_MIN = 100  # segments from which a ``CrossingCounter`` pays for its set-up

@@ -5,7 +5,8 @@ assign layers (``layout_layers``), add shared dummies for long edges, reduce cro
 (``layout_crossings``), assign coordinates (``layout_coords``), route edges through the dummy
 positions (``layout_routes``) and frame the module groups (``layout_groups``). Everything after
 flattening works on numpy arrays, so 100k-node graphs lay out in seconds. Deterministic: the same
-graph and arguments give the same layout.
+graph and arguments give the same layout. Dummies and route points are counted against the graph's
+``LayoutBudget`` before they are made; past it, long edges run as lanes beside the graph (``lanes.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Callable, Mapping
 import numpy as np
 import torch.fx
 
+from fxstudio.core.layout.budget import LayoutBudget
 from fxstudio.core.layout.graph_model import GraphArrays, extract_graph, to_networkx  # noqa: F401 (re-exported)
 from fxstudio.core.layout.coords import RowPacking, assign_x, band_tops
 from fxstudio.core.layout.frames import frame_layers, frame_order, frame_tree, item_frames, separate_frames
@@ -298,7 +300,12 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
         frames, cached = kept, None
     structure = cached[6] if cached is not None and frames is cached[2] else frame_structure(frames)
     stamp("frame layers")
-    all_layer, seg_src, seg_dst, dummy_base, dummy_owner = add_dummies(n, layer, units.lay_src, units.lay_dst)
+    # Dummies are counted against the budget before they are made; past it, the longest lanes
+    # run beside the graph instead (``lanes.py``).
+    budget = LayoutBudget.for_graph(n, max(len(units.lay_src), len(units.edge_src)))
+    depth = 1 + max((p.count(".") for p in frames), default=-1)
+    all_layer, seg_src, seg_dst, dummy_base, dummy_owner, laned = add_dummies(
+        n, layer, units.lay_src, units.lay_dst, limit=budget.dummies(n, depth))
     stamp("dummies")
     total = len(all_layer)
     if len(seg_src):
@@ -372,8 +379,6 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
         if not units.is_group[i]:
             result.nodes[name] = NodeBox(name=name, x=lx[i], y=ly[i], w=lw[i], h=lh[i], layer=ll[i])
     stamp("bands")
-    result.edges = route_edges(units, layer, x, ys, heights, tops, layer_h, dummy_base)
-    stamp("routes")
     boxes = np.stack([left, ys, left + widths, ys + heights], axis=1) if n else np.zeros((0, 4))
     result.group_cache = (units.paths, leaf, frames, ga.module_paths, ga.module_stacks, classes, structure,
                           (tuple(group_cards), plan))
@@ -381,12 +386,27 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
     for path, (i, _) in group_cards.items():
         result.groups[path].layer = ll[i]
     stamp("groups")
+    lane_info: dict = {}
+    result.edges = route_edges(units, layer, x, ys, heights, tops, layer_h, dummy_base, laned=laned,
+                               point_limit=budget.points(len(units.edge_src)),
+                               right=_right_end(x, all_w, result.groups), info=lane_info)
+    stamp("routes")
     result.inputs = (key, ga) if sizes is None else None
     result.placement = Placement(n, all_layer, x, all_w, dummy_base, dummy_owner, tops, tops + layer_h,
                                  groups=result.groups)
     result.seconds = time.perf_counter() - t0
-    result.stats = {"n_dummies": total - n, "n_layers": nlayers, **stamp.times}
+    result.stats = {"n_dummies": total - n, "n_layers": nlayers, "n_lanes": lane_info.get("lanes", 0),
+                    "n_lane_columns": lane_info.get("lane_columns", 0),
+                    "budget": budget.bytes, **stamp.times}
     return result
+
+
+def _right_end(x: np.ndarray, w: np.ndarray, groups: dict) -> float:
+    """The rightmost x of any card, dummy or module frame (where lanes beside the graph begin)."""
+    right = float((x + w / 2).max()) if len(x) else 0.0
+    if groups:
+        right = max(right, max(g.x + g.w for g in groups.values()))
+    return right
 
 
 def _framed_order(frames, units, n, layer, all_layer, pos, dummy_owner, seg=None):
@@ -475,12 +495,15 @@ def _previous_lanes(previous: Layout, names: list[str], dummy_owner: np.ndarray,
         top[b.layer] = min(top.get(b.layer, b.y), b.y)
         height[b.layer] = max(height.get(b.layer, 0.0), b.h)
     lane: dict[tuple[str, int], float] = {}
+    covered: dict[str, int] = {}  # per source, the lowest layer its lane was read at (a fan-out: once)
     for e in previous.edges:
         s = previous.nodes.get(e.src) or previous.groups.get(e.src)
         d = previous.nodes.get(e.dst) or previous.groups.get(e.dst)
         if s is None or d is None or d.layer - s.layer < 2 or s.layer < 0:
             continue
-        layers = [lyr for lyr in range(s.layer + 1, d.layer) if lyr in top and (e.src, lyr) not in lane]
+        first = max(s.layer + 1, covered.get(e.src, -1) + 1)
+        covered[e.src] = max(covered.get(e.src, -1), d.layer - 1)
+        layers = [lyr for lyr in range(first, d.layer) if lyr in top and (e.src, lyr) not in lane]
         if not layers:
             continue
         pts = np.asarray(e.points)

@@ -132,26 +132,60 @@ def _layers_from_previous(n: int, src: np.ndarray, dst: np.ndarray, weight_like:
     return None
 
 
+def dummy_counts(n: int, layer: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """How many dummies ``add_dummies`` gives each unit (its shared lane down to the layer above its
+    lowest long-edge consumer; 0 without long edges), counted without allocating them."""
+    span = layer[dst] - layer[src]
+    long = span > 1
+    reach = np.full(n, -1, dtype=np.int64)
+    np.maximum.at(reach, src[long], layer[dst[long]] - 1)
+    return np.where(reach >= 0, reach - layer, 0)
+
+
+def lanes_over(counts: np.ndarray, limit: int | None) -> np.ndarray:
+    """Units whose long edges become lanes beside the graph so that the other units' dummies fit
+    ``limit``: the units with the most dummies first (ties in index order). None: no limit."""
+    laned = np.zeros(len(counts), dtype=bool)
+    total = int(counts.sum())
+    if limit is None or total <= limit:
+        return laned
+    order = np.argsort(-counts, kind="stable")
+    cum = np.cumsum(counts[order])
+    # Dropping order[:k + 1] leaves total - cum[k] dummies: the smallest k that fits.
+    k = int(np.searchsorted(cum, total - limit, side="left"))
+    laned[order[:k + 1]] = True
+    return laned
+
+
 def add_dummies(
-    n: int, layer: np.ndarray, src: np.ndarray, dst: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    n: int, layer: np.ndarray, src: np.ndarray, dst: np.ndarray, limit: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Dummy nodes for edges spanning more than one layer, shared by all long edges of one source.
 
     A source ``u`` with long edges gets one dummy per layer from ``layer[u]+1`` down to the layer
     above its lowest long-edge consumer; each consumer ``v`` hangs off the dummy at ``layer[v]-1``.
-    Returns (all_layer, seg_src, seg_dst, dummy_base, dummy_owner): layers of real+dummy nodes, the
-    unit-span segments, the id of ``u``'s first dummy (-1 if none) and the source of each dummy.
+    ``limit``: the most dummies there may be, counted before any is made; past it, the sources with
+    the longest lanes get none (``lanes_over``): their long edges are left out of the segments and
+    drawn as lanes beside the graph (``lanes.py``).
+    Returns (all_layer, seg_src, seg_dst, dummy_base, dummy_owner, laned): layers of real+dummy
+    nodes, the unit-span segments, the id of ``u``'s first dummy (-1 if none), the source of each
+    dummy and the sources left without dummies.
     """
+    counts = dummy_counts(n, layer, src, dst)
+    laned = lanes_over(counts, limit)
     span = layer[dst] - layer[src]
     long = span > 1
     dummy_base = np.full(n, -1, dtype=np.int64)
+    if laned.any():
+        counts = np.where(laned, 0, counts)
+        keep = ~(long & laned[src])
+        src, dst, span = src[keep], dst[keep], span[keep]
+        long = span > 1
     if not long.any():
-        return layer.copy(), src.copy(), dst.copy(), dummy_base, np.zeros(0, dtype=np.int64)
+        return layer.copy(), src.copy(), dst.copy(), dummy_base, np.zeros(0, dtype=np.int64), laned
     lsrc, ldst = src[long], dst[long]
-    reach = np.full(n, -1, dtype=np.int64)
-    np.maximum.at(reach, lsrc, layer[ldst] - 1)
-    owners = np.nonzero(reach >= 0)[0]
-    counts = reach[owners] - layer[owners]
+    owners = np.nonzero(counts > 0)[0]
+    counts = counts[owners]
     total = int(counts.sum())
     starts = np.zeros(len(owners), dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
@@ -166,4 +200,4 @@ def add_dummies(
     seg_src = np.concatenate([src[short], chain_src, hang])
     seg_dst = np.concatenate([dst[short], dummy_ids, ldst])
     all_layer = np.concatenate([layer, dummy_layer])
-    return all_layer, seg_src, seg_dst, dummy_base, owner_of
+    return all_layer, seg_src, seg_dst, dummy_base, owner_of, laned

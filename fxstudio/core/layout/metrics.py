@@ -9,51 +9,75 @@ swaps. Edges sharing an end node tie there and do not count.
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 import numpy as np
 
-from fxstudio.core.layout.layers import sorted_unique
-
+from fxstudio.core.layout.budget import LayoutBudget
 from fxstudio.core.layout.crossings import count_inversions_segmented
+from fxstudio.core.layout.layers import sorted_unique
+from fxstudio.core.layout.sweep_crossings import sweep_count
 from fxstudio.core.layout.types import Layout
 
 
-def _edge_polyline(layout: Layout, route) -> tuple[np.ndarray, np.ndarray] | None:
-    src = layout.nodes.get(route.src) or layout.groups.get(route.src)
-    dst = layout.nodes.get(route.dst) or layout.groups.get(route.dst)
-    if src is None or dst is None:
-        return None
-    pts = [(src.x + src.w / 2, src.y + src.h / 2), *route.points, (dst.x + dst.w / 2, dst.y + dst.h / 2)]
-    arr = np.asarray(pts, dtype=np.float64)
-    return arr[:, 0], arr[:, 1]
+def _edge_polylines(layout: Layout) -> list[tuple[list[float], list[float]]]:
+    """Each edge's route extended to its end nodes' centres, as (xs, ys) lists from top to bottom
+    with ys made non-decreasing (tiny backward wiggles of spline control points are tolerated);
+    edges whose ends are not in ``layout`` are left out."""
+    nodes, groups = layout.nodes, layout.groups
+    out = []
+    for route in layout.edges:
+        src = nodes.get(route.src) or groups.get(route.src)
+        dst = nodes.get(route.dst) or groups.get(route.dst)
+        if src is None or dst is None:
+            continue
+        pts = [(src.x + src.w / 2, src.y + src.h / 2), *route.points, (dst.x + dst.w / 2, dst.y + dst.h / 2)]
+        if pts[-1][1] < pts[0][1]:
+            pts.reverse()
+        xs = [p[0] for p in pts]
+        ys = list(accumulate((p[1] for p in pts), max))
+        out.append((xs, ys))
+    return out
 
 
-def count_crossings(layout: Layout) -> int:
-    """Number of pairwise edge crossings in ``layout``, counted between consecutive node rows."""
+def count_crossings(layout: Layout, *, cut_limit: int | None = None) -> int:
+    """Number of pairwise edge crossings in ``layout``, counted between consecutive node rows.
+
+    The cuts of edges at the rows they span are counted first: past ``cut_limit`` (default: the
+    graph's ``LayoutBudget``) the same count comes from the rows where edges move sideways
+    (``sweep_crossings``), so a fan-out across 100k rows costs its routes' points, not 100k cuts
+    per edge."""
     centres = [b.y + b.h / 2 for b in layout.nodes.values()]
     centres += [g.y + g.h / 2 for g in layout.groups.values() if g.collapsed]
     if not centres or len(layout.edges) < 2:
         return 0
     lines = sorted_unique(np.round(np.asarray(centres), 3))
+    polys = _edge_polylines(layout)
+    if not polys:
+        return 0
+    top = np.asarray([ys[0] for _, ys in polys])
+    bottom = np.asarray([ys[-1] for _, ys in polys])
+    lo = np.searchsorted(lines, top - 1e-6)
+    hi = np.searchsorted(lines, bottom + 1e-6, side="right")
+    cut = np.nonzero(hi - lo >= 2)[0]
+    if len(cut) < 2:
+        return 0
+    if cut_limit is None:
+        cut_limit = LayoutBudget.for_graph(len(layout.nodes), len(layout.edges)).cuts()
+    if int((hi - lo)[cut].sum()) > cut_limit:
+        sizes = np.asarray([len(polys[i][0]) for i in cut.tolist()], dtype=np.int64)
+        vstart = np.zeros(len(cut) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=vstart[1:])
+        vx = np.fromiter((v for i in cut.tolist() for v in polys[i][0]), dtype=np.float64, count=int(vstart[-1]))
+        vy = np.fromiter((v for i in cut.tolist() for v in polys[i][1]), dtype=np.float64, count=int(vstart[-1]))
+        return sweep_count(lines, vx, vy, vstart, lo[cut], hi[cut])
     gap_ids, first, second = [], [], []
-    for route in layout.edges:
-        poly = _edge_polyline(layout, route)
-        if poly is None:
-            continue
-        xs, ys = poly
-        if ys[-1] < ys[0]:
-            xs, ys = xs[::-1], ys[::-1]
-        ys = np.maximum.accumulate(ys)  # tolerate tiny backward wiggles of spline control points
-        lo = np.searchsorted(lines, ys[0] - 1e-6)
-        hi = np.searchsorted(lines, ys[-1] + 1e-6, side="right")
-        if hi - lo < 2:
-            continue
-        cut = lines[lo:hi]
-        cx = np.interp(cut, ys, xs)
-        gap_ids.append(np.arange(lo, hi - 1))
+    for i, a, b in zip(cut.tolist(), lo[cut].tolist(), hi[cut].tolist()):
+        xs, ys = polys[i]
+        cx = np.interp(lines[a:b], ys, xs)
+        gap_ids.append(np.arange(a, b - 1))
         first.append(cx[:-1])
         second.append(cx[1:])
-    if not gap_ids:
-        return 0
     g = np.concatenate(gap_ids)
     a = np.concatenate(first)
     b = np.concatenate(second)

@@ -8,6 +8,13 @@ shared libraries, and lets ``torch.fx`` write parameter paths into code. Without
 module reads the archive's JSON itself, checks every name and expression before torch sees it,
 loads each pickled payload with ``weights_only=True`` (or refuses, naming ``--trust``), and only then
 hands the checked pieces to torch's deserializer. With ``trust`` it is ``torch.export.load``.
+
+Issue #23: what the archive declares is bounded too. Every expression and guard the whitelist lets
+through must only build numbers of ``budgets.MAX_INT_DIGITS`` digits (``expr_bounds``: sympy and
+exec'd guards compute exactly, ``9**9**9`` never returns); recorded shapes, symbol ranges and JSON
+numbers must fit torch's int64 arithmetic; and what torch would make beyond the bytes the file
+stores (zeros for an empty weight record, views repeating stored bytes, compressed records, a
+pickled payload's own zip) is counted against the graph's ``DataBudget`` (``pt2_limits``).
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ from typing import Any
 
 import torch
 
-from fxstudio.core import fx_compat, fx_compat_export
+from fxstudio.core import expr_bounds, fx_compat, fx_compat_export
+from fxstudio.core.budgets import BudgetExceeded, DataBudget
 from fxstudio.core.code_names import is_attribute_path, shown
 from fxstudio.core import trust
 from fxstudio.core.errors import LoadError
+from fxstudio.core.loading import pt2_limits
 
 TRUST_HINT = "if you trust the file, open it with --trust"
 MODEL_NAME = "model"  # the program torch.export.load returns
@@ -53,7 +62,6 @@ _GUARD_METHODS = {"size", "stride", "storage_offset", "dim", "numel"}
 _GUARD_CALLS = {"IsNonOverlappingAndDenseIndicator", "cast_symbool_to_symint_guardless", "int", "float",
                 "abs", "min", "max", "bool"}
 _GUARD_MATH = {"floor", "ceil", "trunc", "sqrt", "log2", "log", "exp"}
-_MAX_EXPANSION = 16  # unpacked size / archive size above which an archive is refused
 _OPERATORS = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
 _PYTREE_FAILURE = re.compile(r"in pytree is not registered|deserialize TreeSpec of namedtuple")
 
@@ -62,8 +70,11 @@ class UnsafeArchive(LoadError):
     """A ``.pt2`` archive that holds code or names that would become code (exit 2)."""
 
 
-def load_archive(path: Path, *, trust: bool, on_checked=None) -> tuple[Any, list[str]]:
-    """(``ExportedProgram``, notes) of the archive at ``path``; ``LoadError`` for any bad archive."""
+def load_archive(path: Path, *, trust: bool, on_checked=None, budget: DataBudget | None = None) -> tuple[Any, list[str]]:
+    """(``ExportedProgram``, notes) of the archive at ``path``; ``LoadError`` for any bad archive.
+
+    ``budget``: what the tensors the archive describes rather than stores (zeros for an empty weight
+    record, views repeating stored bytes, compressed records) are counted against (``pt2_limits``)."""
     if not zipfile.is_zipfile(path):
         raise LoadError(
             f"{path}: not a torch.export archive (the file is not a zip archive; it may be truncated or "
@@ -78,7 +89,7 @@ def load_archive(path: Path, *, trust: bool, on_checked=None) -> tuple[Any, list
     except OSError as exc:
         raise LoadError(f"{path}: cannot read the file ({exc.strerror}).") from None
     try:
-        return _SafeReader(path, on_checked).program()
+        return _SafeReader(path, on_checked, budget).program()
     except LoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - any other malformed part: one line, not a traceback
@@ -136,11 +147,13 @@ def _first_line(exc: BaseException) -> str:
 class _SafeReader:
     """One untrusted archive, read piece by piece (see the module docstring)."""
 
-    def __init__(self, path: Path, on_checked=None):
+    def __init__(self, path: Path, on_checked=None, budget: DataBudget | None = None):
         self.path = path
         self._data: bytes | None = None
         self.notes: list[str] = []
         self.on_checked = on_checked  # called with the program's JSON once checked (pt2_structure)
+        self.budget = budget if budget is not None else DataBudget(str(path))
+        self.record_sizes: dict[str, int] = {}  # declared (unpacked) bytes of each record
 
     @property
     def data(self) -> bytes:
@@ -153,6 +166,14 @@ class _SafeReader:
             except OSError as exc:
                 raise LoadError(f"{self.path}: cannot read the file ({exc.strerror}).") from None
         return self._data
+
+    def take(self, nbytes: int, item: str) -> None:
+        """Count ``nbytes`` that the archive describes rather than stores; ``LoadError`` past the budget."""
+        if nbytes > 0:
+            try:
+                self.budget.take(nbytes, item)
+            except BudgetExceeded as exc:
+                raise LoadError(exc.message) from None
 
     def refuse(self, what: str) -> UnsafeArchive:
         """The error for an archive part that only a trusted load may read (``needs_trust``)."""
@@ -210,13 +231,17 @@ class _SafeReader:
             raise LoadError(f"{self.path}: not a readable zip archive ({exc}).") from None
         names = [i.filename for i in infos]
         unpacked = sum(i.file_size for i in infos)
-        if unpacked > max(_MAX_EXPANSION * size, 1 << 24):  # torch stores records uncompressed
-            raise LoadError(f"{self.path}: the archive unpacks to {unpacked} bytes from {size}; "
-                            "refusing what looks like a zip bomb.")
+        bomb = pt2_limits.unpacked_problem(unpacked, size)  # torch stores records uncompressed
+        if bomb:
+            raise LoadError(f"{self.path}: the archive {bomb}.")
         tops = {n.split("/", 1)[0] for n in names}
         if len(tops) != 1 or any("/" not in n for n in names):
             raise LoadError(f"{self.path}: not a torch.export archive (its files do not sit in one top folder).")
-        return {n.split("/", 1)[1] for n in names}
+        self.take(unpacked - size, "the archive's compressed records (unpacked beyond the file's size)")
+        for info in infos:
+            name = info.filename.split("/", 1)[1]
+            self.record_sizes[name] = self.record_sizes.get(name, 0) + info.file_size
+        return set(self.record_sizes)
 
     def _reader(self):
         try:
@@ -235,8 +260,29 @@ class _SafeReader:
         if not isinstance(guards, list):
             raise LoadError(f"{self.path}: guards_code is not a list.")
         for guard in guards:
+            if isinstance(guard, str):
+                self._check_length(guard, "the input guard")
             if not isinstance(guard, str) or not _safe_guard(guard):
                 raise self.refuse(f"the input guard {shown(guard)} is not a plain size check (torch would exec it)")
+            self._check_bounded(guard, "guard", "the input guard")
+        ranges = pt2_limits.range_problem(program.get("range_constraints"))
+        if ranges:
+            raise LoadError(f"{self.path}: {ranges}; refusing the archive.")
+
+    def _check_length(self, text: str, what: str) -> None:
+        """Refuse an expression too long to parse quickly (before the whitelist parses it)."""
+        if len(text) > expr_bounds.MAX_TEXT:
+            self._refuse_expression(text, what, f"is {len(text):,} characters long (more than {expr_bounds.MAX_TEXT:,})")
+
+    def _check_bounded(self, text: str, dialect: str, what: str) -> None:
+        """Refuse an expression whose numbers could grow past what computes quickly (``expr_bounds``)."""
+        problem = expr_bounds.expression_problem(text, dialect)
+        if problem:
+            self._refuse_expression(text, what, problem)
+
+    def _refuse_expression(self, text: str, what: str, problem: str) -> None:
+        raise UnsafeArchive(f"{self.path}: {what} {shown(text)} {problem}; refusing an expression "
+                            "that might never finish computing.")
 
     def _walk(self, value: Any, where: str) -> None:
         if isinstance(value, dict):
@@ -246,6 +292,9 @@ class _SafeReader:
                 elif key in _NAME_MAP_KEYS and isinstance(item, dict):
                     for name in item:
                         self._check_name(name, key)
+                    if key == "tensor_values":
+                        for name, meta in item.items():
+                            self._check_tensor(meta, f"the tensor {shown(name)}")
                 elif key == "fqn" and isinstance(item, str) and item:
                     self._check_path(item, "submodule path")
                 elif key == "forward_arg_names" and isinstance(item, list):
@@ -255,9 +304,14 @@ class _SafeReader:
                     raise self.refuse(f"node target {shown(item)} is not an operator name")
                 elif key == "target" and isinstance(item, str) and not trust.serialized_op_allowed(item):
                     raise self.refuse(f"node target {shown(item)} reads or writes files (refused as data)")
-                elif key == "expr_str" and isinstance(item, str) and not _safe_sympy(item):
-                    raise self.refuse(f"the shape expression {shown(item)} is not a plain sympy expression "
-                                      "(torch would eval it)")
+                elif key == "expr_str" and isinstance(item, str):
+                    self._check_length(item, "the shape expression")
+                    if not _safe_sympy(item):
+                        raise self.refuse(f"the shape expression {shown(item)} is not a plain sympy expression "
+                                          "(torch would eval it)")
+                    self._check_bounded(item, "sympy", "the shape expression")
+                elif type(item) is int and abs(item) > pt2_limits.MAX_JSON_INT:
+                    self._check_number(item, key)
                 elif key in _PATH_KEYS and isinstance(item, str):
                     self._check_path(item, key.replace("_", " "))
                 if key not in ("metadata", "stack_trace") and isinstance(item, (dict, list)):
@@ -266,6 +320,19 @@ class _SafeReader:
             for item in value:
                 if isinstance(item, (dict, list)):
                     self._walk(item, where)
+                elif type(item) is int and abs(item) > pt2_limits.MAX_JSON_INT:
+                    self._check_number(item, where)
+
+    def _check_number(self, value: int, key: str) -> None:
+        raise LoadError(f"{self.path}: the program {pt2_limits.number_problem(value)} (under {shown(key)}); "
+                        "refusing the archive.")
+
+    def _check_tensor(self, meta: Any, what: str) -> None:
+        """Refuse a recorded tensor whose sizes or strides torch could not compute with (overflow)."""
+        problem = pt2_limits.tensor_meta_problem(meta)
+        if problem:
+            raise LoadError(f"{self.path}: {what} is recorded with sizes no tensor can have: {problem}; "
+                            "refusing the archive.")
 
     def _check_name(self, name: Any, what: str) -> None:
         if not isinstance(name, str) or not _IDENT.match(name):
@@ -291,6 +358,7 @@ class _SafeReader:
             if not isinstance(found, dict):
                 raise LoadError(f"{self.path}: the {kind} file {legacy} does not hold a dict of tensors.")
             self._check_keys(found, kind)
+            self.take(pt2_limits.excess_bytes(found), f"the {kind} file {legacy} (views repeating their stored bytes)")
             return found
         config_file = config_format.format(MODEL_NAME)
         if config_file not in records:
@@ -301,6 +369,7 @@ class _SafeReader:
         except Exception as exc:  # noqa: BLE001 - malformed JSON or schema
             raise LoadError(f"{self.path}: the {kind} configuration is malformed ({type(exc).__name__}: {_first_line(exc)}).") from None
         self._check_keys(raw_config.get("config", {}), kind)
+        self._check_payload_sizes(raw_config.get("config", {}), directory, kind)
         plain = type(config)(config={k: m for k, m in config.config.items() if not m.use_pickle})
         try:
             files = _build_file_map(reader, plain, directory)
@@ -312,9 +381,11 @@ class _SafeReader:
             if kind == "constants" and not name.startswith(C.TENSOR_CONSTANT_FILENAME_PREFIX):
                 raise self.refuse(f"constant {shown(fqn)} is a pickled Python object, not a tensor")
             if meta.use_pickle:
-                value = self._safe_unpickle(reader.read_bytes(f"{directory}{name}"), f"the pickled {kind[:-1]} {shown(fqn)}")
+                what = f"the pickled {kind[:-1]} {shown(fqn)}"
+                value = self._safe_unpickle(reader.read_bytes(f"{directory}{name}"), what)
                 if not isinstance(value, torch.Tensor):
                     raise LoadError(f"{self.path}: the pickled {kind[:-1]} {shown(fqn)} is a {type(value).__name__}, not a tensor.")
+                self.take(pt2_limits.excess_bytes(value), f"{what} (a view repeating its stored bytes)")
                 out[fqn] = value
                 continue
             if meta.tensor_meta is None:
@@ -327,6 +398,18 @@ class _SafeReader:
                 raise LoadError(f"{self.path}: {kind[:-1]} {shown(fqn)} does not fit its stored bytes ({_first_line(exc)}).") from None
             out[fqn] = torch.nn.Parameter(tensor, requires_grad=tm.requires_grad) if meta.is_param else tensor
         return out
+
+    def _check_payload_sizes(self, entries: dict, directory: str, kind: str) -> None:
+        """Refuse declared shapes no tensor can have; count what torch makes beyond the stored bytes
+        (zeros of the declared shape for an empty record, a view repeating the bytes it has)."""
+        for fqn, meta in entries.items():
+            if not isinstance(meta, dict) or meta.get("use_pickle"):
+                continue
+            tensor_meta = meta.get("tensor_meta")
+            self._check_tensor(tensor_meta, f"the {kind[:-1]} {shown(fqn)}")
+            stored = self.record_sizes.get(f"{directory}{meta.get('path_name')}", 0)
+            self.take(pt2_limits.payload_excess(tensor_meta, stored),
+                      f"the {kind[:-1]} {shown(fqn)} ({stored:,} bytes stored, made at its declared shape)")
 
     def _check_keys(self, mapping: Any, kind: str) -> None:
         if not isinstance(mapping, dict):
@@ -341,9 +424,16 @@ class _SafeReader:
         found = self._safe_unpickle(data, "the stored example inputs")
         if not isinstance(found, tuple):
             raise LoadError(f"{self.path}: the stored example inputs are a {type(found).__name__}, not a tuple.")
+        self.take(pt2_limits.excess_bytes(found), "the stored example inputs (views repeating their stored bytes)")
         return found
 
     def _safe_unpickle(self, data: bytes, what: str):
+        problem, unpacked = pt2_limits.payload_problem(data)
+        if problem == pt2_limits.LEGACY_FORMAT:  # torch.export.load would unpickle it in full
+            raise self.refuse(f"{what} {problem}, which fxstudio does not read as data")
+        if problem:
+            raise LoadError(f"{self.path}: {what} {problem}.")
+        self.take(unpacked, f"{what} (compressed records unpacked beyond their stored size)")
         try:
             return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
         except Exception as exc:  # noqa: BLE001 - UnpicklingError for disallowed globals, others for damage
@@ -388,7 +478,7 @@ def _expression(text: str) -> ast.Expression | None:
     """``text`` parsed as one Python expression (never evaluated), or None when it is not one."""
     try:
         return ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 

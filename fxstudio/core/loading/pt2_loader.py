@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 import torch
 
+from fxstudio.core.budgets import BudgetExceeded, DataBudget
 from fxstudio.core.errors import LoadError
 from fxstudio.core.loading.inputs import inputs_from_shapes
+from fxstudio.core.loading.pt2_limits import shape_text
+
+# The data budget each program was read under: its example inputs are counted against the same
+# one (the whole graph's), after what the archive described rather than stored (``pt2_archive``).
+_BUDGETS: "weakref.WeakKeyDictionary[object, DataBudget]" = weakref.WeakKeyDictionary()
 
 
 def load_exported_program(path: Path, *, trust: bool = False, on_structure=None):
@@ -25,7 +32,13 @@ def load_exported_program(path: Path, *, trust: bool = False, on_structure=None)
             preview = structure_model(path, program)
             if preview is not None:
                 on_structure(preview)
-    return load_archive(path, trust=trust, on_checked=on_checked)
+    budget = DataBudget(str(path))
+    ep, notes = load_archive(path, trust=trust, on_checked=on_checked, budget=budget)
+    try:
+        _BUDGETS[ep] = budget
+    except TypeError:  # not weakly referable: the inputs get a budget of their own
+        pass
+    return ep, notes
 
 
 def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
@@ -33,8 +46,10 @@ def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
     (keyword ones included, put in their positional slots), else random values of its input shapes.
 
     Non-tensor inputs the program recorded (``use_cache=False``: constants of its signature) are
-    always used as recorded; ``--input-shape`` gives the tensor inputs only.
+    always used as recorded; ``--input-shape`` gives the tensor inputs only. Inputs made from shapes
+    are counted against the program's data budget before any is made (``LoadError`` past it).
     """
+    budget = _BUDGETS.get(ep) or DataBudget(str(path))
     specs = [s for s in ep.graph_signature.input_specs
              if s.kind == torch.export.graph_signature.InputKind.USER_INPUT]
     vals = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}
@@ -42,7 +57,7 @@ def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
     if input_shapes:
         tensors = [s for s in specs if not isinstance(s.arg, constant)]
         _check_shapes(path, input_shapes, [vals.get(s.arg.name) for s in tensors])
-        given = iter(inputs_from_shapes(input_shapes))
+        given = iter(inputs_from_shapes(input_shapes, budget=budget))
         leaves = [s.arg.value if isinstance(s.arg, constant) else next(given) for s in specs]
         return _positional(ep, leaves), "--input-shape"
     stored = getattr(ep, "example_inputs", None)
@@ -53,29 +68,61 @@ def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:
             how = " (keyword inputs passed in their positional slots)" if kwargs else ""
             return found, f"the program's stored example inputs{how}"
     gen = torch.Generator().manual_seed(0)
-    leaves = [s.arg.value if isinstance(s.arg, constant) else _value_like(path, s.arg.name, vals.get(s.arg.name), gen)
-              for s in specs]
+    tensors = [s for s in specs if not isinstance(s.arg, constant)]
+    shapes = {s.arg.name: _shape_of(path, s.arg.name, vals.get(s.arg.name)) for s in tensors}
+    for s in tensors:  # all counted before any is made
+        if shapes[s.arg.name] is not None:
+            _take(budget, s.arg.name, shapes[s.arg.name], vals[s.arg.name].dtype)
+    leaves = [s.arg.value if isinstance(s.arg, constant)
+              else _value_like(path, s.arg.name, vals.get(s.arg.name), shapes[s.arg.name], gen) for s in specs]
     return _positional(ep, leaves), "random values of the program's input shapes"
 
 
-def _value_like(path: Path, name: str, val, gen: torch.Generator):
-    """A value for an input of the program's recorded ``meta['val']`` (seeded random floats)."""
+def _shape_of(path: Path, name: str, val) -> list[int] | None:
+    """The sizes of a tensor input's recorded value (symbolic ones at their hints); None for others."""
+    if not isinstance(val, torch.Tensor):
+        return None
+    shape = [_size(s) for s in val.shape]
+    if any(s < 0 for s in shape):
+        raise LoadError(f"{path}: the program's input {name!r} is recorded with a negative size "
+                        f"({', '.join(map(str, shape))}); give the inputs with --input-shape.")
+    return shape
+
+
+def _take(budget: DataBudget, name: str, shape: list[int], dtype: torch.dtype) -> None:
+    """Count input ``name``'s random values against ``budget``; ``LoadError`` past it."""
+    what = f"input {name!r} (random values of its recorded shape, {shape_text(shape)} {_dtype_name(dtype)})"
+    try:
+        budget.take_tensor(shape, dtype, what)
+    except BudgetExceeded as exc:
+        raise LoadError(exc.message) from None
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _value_like(path: Path, name: str, val, shape: list[int] | None, gen: torch.Generator):
+    """A value for an input of the program's recorded ``meta['val']`` (seeded random floats), of
+    ``shape`` (``_shape_of``, already counted against the budget)."""
     if isinstance(val, (bool, int, float, str)) or val is None:
         return val
     if isinstance(val, torch.SymInt | torch.SymFloat | torch.SymBool):
         hint = getattr(getattr(val, "node", None), "hint", None)
         return hint if hint is not None else 1
-    if not isinstance(val, torch.Tensor):
+    if not isinstance(val, torch.Tensor) or shape is None:
         raise LoadError(
             f"{path}: the program does not store example inputs and its input '{name}' is a "
             f"{type(val).__name__}, not a tensor of known shape; give the inputs with --input-shape."
         )
-    shape = [_size(s) for s in val.shape]
-    if val.dtype.is_floating_point:
-        return torch.randn(shape, generator=gen, dtype=val.dtype)
-    if val.dtype == torch.bool:
-        return torch.zeros(shape, dtype=torch.bool)
-    return torch.zeros(shape, dtype=val.dtype)
+    try:
+        if val.dtype.is_floating_point:
+            return torch.randn(shape, generator=gen, dtype=val.dtype)
+        return torch.zeros(shape, dtype=val.dtype)
+    except (RuntimeError, TypeError, ValueError) as exc:  # a dtype randn or zeros cannot make
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise LoadError(f"{path}: cannot make a {_dtype_name(val.dtype)} value for the program's input {name!r} "
+                        f"({reason}); give the inputs with --input-shape.") from None
 
 
 def _size(dim) -> int:

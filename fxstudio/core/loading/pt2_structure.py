@@ -20,18 +20,14 @@ import torch
 import torch.fx
 
 from fxstudio.core import fx_compat
+from fxstudio.core.budgets import BudgetExceeded, DataBudget
+from fxstudio.core.loading.pt2_limits import SCALAR_TYPES as _DTYPES
 from fxstudio.core.metadata import annotate
 from fxstudio.core.model import LoadedModel
 
 KEYWORD = 2  # schema.ArgumentKind.KEYWORD of a serialized node input (POSITIONAL is 1)
 _LITERALS = ("as_int", "as_float", "as_bool", "as_string", "as_ints", "as_floats", "as_bools", "as_strings")
 VIEW_ONLY_NOTE = "view only while the weights load"
-# schema.ScalarType codes of the serialized format (versioned with it), by torch dtype name: read
-# here without importing torch._export.serde, which takes seconds and is the full open's business.
-_DTYPES = {1: "uint8", 2: "int8", 28: "uint16", 3: "int16", 4: "int32", 5: "int64", 6: "float16", 7: "float32",
-           8: "float64", 9: "complex32", 10: "complex64", 11: "complex128", 12: "bool", 13: "bfloat16",
-           29: "float8_e4m3fn", 30: "float8_e5m2", 31: "float8_e4m3fnuz", 32: "float8_e5m2fnuz",
-           33: "float8_e8m0fnu", 34: "uint32", 35: "uint64"}
 
 
 class _Unsupported(Exception):
@@ -41,16 +37,16 @@ class _Unsupported(Exception):
 def structure_model(path: Path, program: dict) -> LoadedModel | None:
     """A view-only ``LoadedModel`` of the checked program JSON ``program``, or None (see the module)."""
     try:
-        gm, inputs = _graph_module(program)
-    except (_Unsupported, KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError):
-        return None
+        gm, inputs = _graph_module(program, DataBudget(str(path)))
+    except (_Unsupported, BudgetExceeded, KeyError, TypeError, ValueError, AttributeError, IndexError, RuntimeError):
+        return None  # inputs past the data budget: the full open refuses them, naming the input
     # The inputs: zeros of the program's input shapes and its recorded constants (the shapes are
     # known, nothing asks for them); the weights stay meta tensors, so nothing computes on them.
     return LoadedModel(path=path, kind="pt2", module=gm, graph_module=gm, example_inputs=inputs, tracer="export",
                        entry="", user_module=None, exported_program=None, notes=[VIEW_ONLY_NOTE])
 
 
-def _graph_module(program: dict) -> tuple[torch.fx.GraphModule, tuple]:
+def _graph_module(program: dict, budget: DataBudget) -> tuple[torch.fx.GraphModule, tuple]:
     module_json = program["graph_module"]
     graph_json, signature = module_json["graph"], module_json["signature"]
     tensors = graph_json.get("tensor_values") or {}
@@ -107,8 +103,11 @@ def _graph_module(program: dict) -> tuple[torch.fx.GraphModule, tuple]:
         elif name is not None:
             env[name] = graph.placeholder(name)
             env[name].meta["val"] = value = meta_tensor(name)
-            # zeros of the input's shape: small, real (the Run pane reads their values), never run here
-            inputs.append(None if value is None else torch.zeros(value.shape, dtype=value.dtype))
+            if value is not None:  # all the inputs within the data budget before any is made
+                budget.take_tensor(value.shape, value.dtype, f"input {name!r}")
+            inputs.append(value)
+    # zeros of the inputs' shapes: real (the Run pane reads their values), never run here
+    inputs = [torch.zeros(v.shape, dtype=v.dtype) if isinstance(v, torch.Tensor) and v.is_meta else v for v in inputs]
     for node in graph_json["nodes"]:
         target = _operator(node["target"])
         args, kwargs = [], {}

@@ -59,20 +59,74 @@ def remove_dropout(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 def fold_constants(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """Precompute the subgraphs that depend only on weights and constants
     (``torch.fx.experimental.const_fold.split_const_subgraphs``, folded at once). Weights the graph
-    writes into in place are not constants and are left alone."""
+    writes into in place are not constants and are left alone.
+
+    Folding computes for real, so it runs inside the edit budgets (``fxstudio.core.budgets``): before
+    anything is computed, the bytes and work of every node it would fold are summed from their
+    estimates on fake-tensor shapes (``node.meta["fxs_cost"]``, which the edit engine gives the
+    nodes for the run, ``fxstudio.core.edits.work``; without it, the bytes and elements of the
+    node's ``tensor_meta``). A node whose shape is unknown is not folded, and a fold that would
+    pass either budget is refused (``EditRefused``) before anything is computed."""
     from torch.fx.experimental.const_fold import split_const_subgraphs
 
     written = written_paths(gm)
+    spent = [0, 0, 0]  # bytes, work, nodes
 
     def skip(node: torch.fx.Node) -> bool:
-        return node.op == "get_attr" and str(node.target) in written
+        if node.op == "get_attr":
+            return str(node.target) in written
+        cost = _cost(node)
+        if cost is None:
+            return True  # what it costs cannot be told before computing it: not folded
+        spent[0] += cost[0]
+        spent[1] += cost[1]
+        spent[2] += 1
+        return False
 
     folded = split_const_subgraphs(gm, skip_folding_node_fn=skip, device_for_folded_attrs="cpu")
     if folded.const_subgraph_module is None:
         return gm  # nothing to fold
+    _check_fold_budget(*spent)
     folded.run_folding()
     # a plain GraphModule over the folded graph: keeps what the graph uses, drops the const subgraph
     return torch.fx.GraphModule(folded, folded.graph, class_name=type(gm).__name__)
+
+
+def _cost(node: torch.fx.Node) -> tuple[int, int] | None:
+    """(bytes, work) of computing ``node``: its ``fxs_cost`` estimate, else the bytes and elements
+    of its ``tensor_meta`` (a list for several results); None when its shape is unknown."""
+    meta = node.meta.get("tensor_meta")
+    if meta is None:
+        return None
+    cost = node.meta.get("fxs_cost")
+    if isinstance(cost, tuple) and len(cost) == 2:
+        return cost
+    nbytes = elements = 0
+    for m in meta if isinstance(meta, (list, tuple)) else (meta,):
+        shape, dtype = getattr(m, "shape", None), getattr(m, "dtype", None)
+        if shape is None:
+            return None
+        count = 1
+        for size in shape:
+            count *= int(size)
+        elements += count
+        nbytes += count * (getattr(dtype, "itemsize", 16) or 16)
+    return nbytes, elements
+
+
+def _check_fold_budget(nbytes: int, work: int, nodes: int) -> None:
+    """Refuse a fold whose constants would take more than the edit budgets (nothing computed yet)."""
+    from fxstudio.core import budgets, trust
+
+    what = f"{nodes} constant node{'s' if nodes != 1 else ''}"
+    if nbytes > budgets.edit_budget_bytes():
+        raise EditRefused(f"folding {what} would compute {budgets.byte_text(nbytes)} of tensors, more than fxstudio's "
+                          f"edit budget of {budgets.byte_text(budgets.edit_budget_bytes())} (rule: "
+                          f"{trust.RULE_EDIT_BUDGET}; FXSTUDIO_EDIT_BUDGET raises it); nothing was folded.")
+    if work > budgets.edit_work_budget():
+        raise EditRefused(f"folding {what} would cost about {budgets.work_text(work)}, more than fxstudio's edit "
+                          f"budget of {budgets.work_text(budgets.edit_work_budget())} (rule: {trust.RULE_WORK}; "
+                          "FXSTUDIO_EDIT_WORK raises it); nothing was folded.")
 
 
 def normalize_args(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:

@@ -16,10 +16,7 @@ pass, the exception and the line of the pass file; the document is never touched
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import gc
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +25,7 @@ import torch
 import torch.fx
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
+from fxstudio.core.gc_pause import collections_off
 from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.loading import user_frame
@@ -69,7 +67,7 @@ def working_copy(gm: torch.fx.GraphModule, share_tensors: bool) -> WorkingCopy:
         return t
 
     fn = keep if share_tensors else clone
-    with no_gc():
+    with collections_off():
         graph = copy.deepcopy(gm.graph)
         try:
             work = run_copy(gm, parameters=fn, buffers=fn)  # the root too: tied weights stay tied
@@ -84,19 +82,6 @@ def working_copy(gm: torch.fx.GraphModule, share_tensors: bool) -> WorkingCopy:
     for hook in getattr(gm, "_deepcopy_hooks", ()):
         hook(work)
     return WorkingCopy(work, clones)
-
-
-@contextlib.contextmanager
-def no_gc() -> Iterator[None]:
-    """No cyclic garbage collection inside: copying a large model allocates ~100k objects, and the
-    full collections they would trigger each scan the whole heap (it doubled the copy's time)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _bitwise_same(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -159,9 +144,9 @@ def run_pass_object(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path |
     """Run the pass ``obj`` (a function ``f(gm) -> GraphModule | PassResult | None``, a
     ``Transformer`` subclass, a ``PassBase`` subclass or instance) on a working copy of ``gm`` and
     return the checked, recompiled result; ``gm`` is never changed. ``path``: the pass file, whose
-    line a failure names. No cyclic collection runs meanwhile (``no_gc``; the window's collector
+    line a failure names. No cyclic collection runs meanwhile (``collections_off``; the window's collector
     keeps it off on worker threads anyway)."""
-    with no_gc():
+    with collections_off():
         return _run_checked(obj, gm, label, path, share_tensors)
 
 

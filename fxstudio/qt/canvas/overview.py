@@ -114,7 +114,8 @@ def _outline(fill: QColor) -> QPen:
 
 
 def bounds(layout: Layout) -> tuple[float, float, float, float]:
-    """(x0, y0, x1, y1) around every node and group (a faster ``Layout.bounds`` for big layouts)."""
+    """(x0, y0, x1, y1) around every node and group, and the lane columns of a layout that has them
+    (a faster ``Layout.bounds`` for big layouts)."""
     boxes = list(layout.nodes.values()) + list(layout.groups.values())
     if not boxes:
         return (0.0, 0.0, 0.0, 0.0)
@@ -122,7 +123,10 @@ def bounds(layout: Layout) -> tuple[float, float, float, float]:
     ys = np.fromiter(map(_Y, boxes), float, len(boxes))
     ws = np.fromiter(map(_W, boxes), float, len(boxes))
     hs = np.fromiter(map(_H, boxes), float, len(boxes))
-    return (float(xs.min()), float(ys.min()), float((xs + ws).max()), float((ys + hs).max()))
+    x1 = float((xs + ws).max())
+    if layout.stats.get("n_lanes"):  # long edges routed in columns right of every card (core/layout/lanes.py)
+        x1 = max(x1, max((p[0] for e in layout.edges for p in e.points), default=x1))
+    return (float(xs.min()), float(ys.min()), x1, float((ys + hs).max()))
 
 
 _X, _Y, _W, _H = (attrgetter(a) for a in "xywh")
