@@ -69,9 +69,12 @@ def test_the_refusal_comes_before_the_model_is_opened(hostile, pass_file):
     assert "--trust-passes" in _one_line(proc)
 
 
-def test_a_changed_pass_file_is_refused_even_when_trusted(hostile, model, pass_file):
+@pytest.mark.parametrize("kind", ["run_pass", "replace_pattern"])
+def test_a_changed_pass_file_is_refused_even_when_trusted(hostile, model, pass_file, kind):
+    """Issue #23 (6): ``replace_pattern`` records and checks the file's sha256 as ``run_pass`` does, so a
+    swapped pattern file is refused under ``--trust-passes`` too."""
     recorded = hashlib.sha256(b"the file as it was when the edit was recorded").hexdigest()
-    script = hostile.script([{"op": "run_pass", "file": pass_file.name, "name": "my_pass", "sha256": recorded}])
+    script = hostile.script([{**_edits(kind, pass_file.name)[0], "sha256": recorded}])
     proc = hostile.run("apply", model, script, "--trust-passes")
     hostile.assert_clean(proc, code=2)
     line = _one_line(proc)
@@ -110,3 +113,21 @@ def test_apply_with_trust_passes_does_run_the_file(hostile, model, pass_file):
     proc = hostile.run("apply", model, hostile.script(_edits("run_pass", pass_file.name)), "--trust-passes")
     assert hostile.marker.exists()
     assert proc.returncode == 1 and "changed nothing" in proc.stderr, proc.stderr
+
+
+def test_replace_pattern_records_the_sha256_it_ran(tmp_path):
+    """The script the window and ``fxstudio pass --save-script`` write holds the pattern file's sha256."""
+    from fxstudio.core.document import Document
+    from fxstudio.core.loading import load_model
+    from fxstudio.core.passes import PassTrust
+
+    patterns = tmp_path / "patterns.py"
+    patterns.write_text("import torch\n\n\ndef pattern(x):\n    return torch.relu(x)\n\n\n"
+                        "def replacement(x):\n    return torch.sigmoid(x)\n")
+    model = tmp_path / "relu_add.py"
+    shutil.copy(example_path("relu_add.py"), model)
+    doc = Document(load_model(model))
+    doc.set_pass_trust(PassTrust(base_dir=tmp_path, trusted=lambda path: True))
+    doc.apply_edit({"op": "replace_pattern", "file": str(patterns), "pattern": "pattern", "replacement": "replacement"})
+    recorded = doc.edit_script()["edits"][-1]
+    assert recorded["sha256"] == hashlib.sha256(patterns.read_bytes()).hexdigest()
