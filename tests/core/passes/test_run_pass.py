@@ -72,7 +72,8 @@ def test_replace_pattern_example_decomposes_relu():
     assert torch.equal(out(gm, x), out(doc.loaded.module, x))
     assert "(1 match;" in label
     assert record == {"op": "replace_pattern", "file": "passes/relu_pattern.py", "pattern": "pattern",
-                      "replacement": "replacement"}
+                      "replacement": "replacement",
+                      "sha256": file_sha256(EXAMPLES_DIR / "passes" / "relu_pattern.py")}
     assert _ids(doc)["add"] == ids["add"] and ids["add"] in tx.changes.changed
     assert tx.changes.removed == {ids["relu"]} and len(tx.changes.added) == 2
 
