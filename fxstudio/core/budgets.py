@@ -106,10 +106,10 @@ class DataBudget:
     def take(self, nbytes: int, item: str) -> None:
         """Count ``nbytes`` for ``item``; ``BudgetExceeded`` (nothing counted) when over the limit."""
         if nbytes < 0 or self.used + nbytes > self.limit:
+            already = f" with the {byte_text(self.used)} already made" if self.used else ""
             raise BudgetExceeded(
-                f"{self.what}: {item} needs {byte_text(nbytes)}, which with the {byte_text(self.used)} already "
-                f"made passes fxstudio's budget of {byte_text(self.limit)} for data a file describes "
-                "(FXSTUDIO_DATA_BUDGET raises it)."
+                f"{self.what}: {item} needs {byte_text(nbytes)}, which{already} passes fxstudio's budget of "
+                f"{byte_text(self.limit)} for data a file describes (FXSTUDIO_DATA_BUDGET raises it)."
             )
         self.used += nbytes
 
