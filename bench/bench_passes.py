@@ -94,7 +94,7 @@ def run_bare(module, name: str, gm: torch.fx.GraphModule) -> torch.fx.GraphModul
     return obj(gm)
 
 
-STAGES = ("snapshot", "pass", "compile", "lint", "reshare", "install")
+STAGES = ("snapshot", "pass", "compile", "lint", "trial", "reshare", "install")
 
 
 def stage_row(doc, pass_path: Path, name: str, reps: int) -> str:
@@ -105,8 +105,9 @@ def stage_row(doc, pass_path: Path, name: str, reps: int) -> str:
     from fxstudio.core import fx_compat
 
     spent: dict[str, float] = {}
-    wrapped = [(runner, "working_copy", "snapshot"), (runner, "_call", "pass"), (fx_compat, "compile_now", "compile"),
-               (torch.fx.Graph, "lint", "lint"), (runner, "reshare", "reshare"), (whole_graph, "swap_for", "install")]
+    wrapped = [(runner, "working_copy", "snapshot"), (runner, "call_pass", "pass"), (fx_compat, "compile_now", "compile"),
+               (torch.fx.Graph, "lint", "lint"), (runner, "trial_run", "trial"), (runner, "reshare", "reshare"),
+               (whole_graph, "swap_for", "install")]
     saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in wrapped]
 
     def timer(fn, stage):
@@ -196,8 +197,8 @@ def main(argv: list[str]) -> int:
     print(f"\nbookkeeping (run_pass edit − bare pass, relayout not included) at most {worst:.2f}× the pass; "
           "the relayout column is the one incremental relayout allowed on top.")
     print("\nThe edit by stage (ms, timed inside the edit): the working copy (snapshot, weights cloned), the "
-          "pass on it (its own recompile() deferred), the one compile, lint(), putting back the weights the pass "
-          "left unchanged, installing the result (node matching, ids, changes, the swap), and the rest (the "
+          "pass on it (its own recompile() deferred), the one compile, lint(), the result's trial run on the example "
+          "inputs (one forward, node by node), putting back the weights the pass left unchanged, installing the result (node matching, ids, changes, the swap), and the rest (the "
           "document, change events, shapes).\n")
     print("| pass | " + " | ".join(STAGES) + " | other | edit |")
     print("| --- |" + " ---: |" * (len(STAGES) + 2))

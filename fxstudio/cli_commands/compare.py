@@ -1,7 +1,8 @@
 """``fxstudio compare MODEL EDITED``: run the original and the edited model, report the differences.
 
 EDITED is an edit script (``.json``, replayed on MODEL; nodes matched by stable id) or an exported
-fxstudio ``.py`` (loaded as a model of its own; nodes matched by name). Exit status: 0 when the
+fxstudio ``.py`` (loaded as a model of its own; nodes matched by structure, what they compute, since
+tracing the file again may rename them: ``fxstudio.core.compare.node_pairing``). Exit status: 0 when the
 comparison ran (with ``--check``: and every output is within tolerance), 1 when the edited graph
 raises (the message names the node) or ``--check`` fails, 2 for unreadable input.
 """
@@ -83,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     report = compare_models(original, traced, edited, inputs, device=args.device, dtype=args.dtype,
                             rtol=args.rtol, atol=args.atol, repeats=args.repeats, per_node=args.per_node,
                             match=match, seed=seed, share_unchanged=not args.compare_all)
-    report.notes.insert(0, f"ran on {source}; nodes matched by {'stable id' if match == 'id' else 'name'}")
+    how = {"id": "stable id", "name": "name", "structure": "structure"}[match]
+    report.notes.insert(0, f"ran on {source}; nodes matched by {how}")
     if args.json:
         data = report.to_json()
         data["model"], data["edited"] = str(args.model), str(args.edited)
@@ -123,5 +125,5 @@ def _edited(loaded, path: Path, args: argparse.Namespace):
         from fxstudio.core.loading import load_model
 
         other = load_model(path, tracer=loaded.tracer, input_shapes=args.input_shapes)
-        return loaded.module, loaded.graph_module, other.graph_module, "name"
+        return loaded.module, loaded.graph_module, other.graph_module, "structure"
     raise LoadError(f"{path} is neither an edit script (.json) nor an exported fxstudio .py file.")

@@ -77,6 +77,7 @@ class Document:
         self.edited: torch.fx.GraphModule = share_graph_module(
             self.original, self.original.graph if view_only else None)
         self._state = EditState(self.edited, len(self.original.graph.nodes), loaded.user_module)
+        self._state.example_inputs = loaded.example_inputs  # what a pass's result must run on (run_pass)
         self._commands: list[Command] = []
         self._index = 0
         self._saved_index: int | None = 0

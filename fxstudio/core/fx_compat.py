@@ -58,6 +58,7 @@ from fxstudio.core.fx_compat_names import (  # noqa: F401, E402 - re-exported
     name_never_used,
     namespace_mark,
     namespace_rewind,
+    op_definitions,
 )
 
 # ----------------------------------------------------------------------------- nodes
@@ -295,6 +296,35 @@ def module_buffers(module: nn.Module) -> dict[str, torch.Tensor | None]:
     """``module``'s own buffers by name, the live dict (``nn.Module._buffers``). Fallback:
     ``named_buffers(recurse=False)`` as a dict (a copy)."""
     return _own_dict(module, "_buffers", module.named_buffers, recurse=False, remove_duplicate=False)
+
+
+def own_state_dict_methods(module: nn.Module) -> bool:
+    """Whether ``module``'s class saves or loads its state its own way: it overrides
+    ``nn.Module._save_to_state_dict`` or ``_load_from_state_dict`` (torch.ao's quantized Linear and
+    Conv rebuild their packed weights there). Fallback: False (such a module is then not restored)."""
+    cls = type(module)
+    try:
+        return (cls._save_to_state_dict is not nn.Module._save_to_state_dict
+                or cls._load_from_state_dict is not nn.Module._load_from_state_dict)
+    except AttributeError:
+        return False
+
+
+def state_dict_metadata(state: dict) -> dict:
+    """The per-module versions a ``state_dict()`` carries (``state._metadata``, read by each module's
+    ``_load_from_state_dict``). Fallback: ``{}`` (modules then load as from an unversioned state)."""
+    metadata = getattr(state, "_metadata", None)
+    return dict(metadata) if isinstance(metadata, dict) else {}
+
+
+def with_state_dict_metadata(state: dict, metadata: dict) -> dict:
+    """``state`` as an ``OrderedDict`` carrying ``metadata`` the way ``state_dict()`` does
+    (``_metadata``; ``torch.save``/``torch.load(weights_only=True)`` keep it)."""
+    from collections import OrderedDict
+
+    out = OrderedDict(state)
+    out._metadata = OrderedDict(metadata)
+    return out
 
 
 def batch_norm_input_check(module: nn.Module) -> Callable[[torch.Tensor], None]:
@@ -535,3 +565,20 @@ def deserialize_program(model_json: Any, state_dict: dict, constants: dict, samp
 
     serialized = program_schema(model_json)
     return ExportedProgramDeserializer(None).deserialize(serialized, state_dict, constants, sample)
+
+
+def fused_module_class() -> type | None:
+    """The base class of torch.ao's fused modules (``ConvReLU2d``, ``LinearReLU``...): private
+    ``torch.ao.nn.intrinsic._FusedModule``; None when a torch release no longer has it (callers
+    then recognise fused modules by ``fused_module_fallback``)."""
+    try:
+        from torch.ao.nn import intrinsic
+    except ImportError:  # a build without torch.ao
+        return None
+    cls = getattr(intrinsic, "_FusedModule", None)
+    return cls if isinstance(cls, type) else None
+
+
+def fused_module_fallback(m: nn.Module) -> bool:
+    """Public stand-in for ``isinstance(m, _FusedModule)``: a Sequential of torch.ao.nn.intrinsic."""
+    return isinstance(m, nn.Sequential) and type(m).__module__.startswith("torch.ao.nn.intrinsic")

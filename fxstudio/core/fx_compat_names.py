@@ -199,3 +199,16 @@ def namespace_rewind(saved: tuple) -> None:
         else:
             dict.__setitem__(counts, key, old)
     used.log, counts.log = [], {}
+
+
+# ----------------------------------------------------------------------------- who registers an operator
+
+def op_definitions(registrar: object) -> set[str] | None:
+    """The operators (``namespace::name``) a ``torch.library.Library`` or ``torch.library.CustomOpDef``
+    defines: ``Library._op_defs``, ``CustomOpDef._qualname``. Fallback: None (not known; the caller
+    then takes every library of the namespace as a candidate)."""
+    defs = getattr(registrar, "_op_defs", None)
+    if isinstance(defs, (set, frozenset)):
+        return {d for d in defs if isinstance(d, str)}
+    qualname = getattr(registrar, "_qualname", None)
+    return {qualname} if isinstance(qualname, str) else None

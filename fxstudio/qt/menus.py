@@ -42,7 +42,8 @@ def build_actions(w) -> dict[str, QAction]:
         "save": _action(w, "&Save Edit Script", w.save_script, [QKeySequence.StandardKey.Save], "Save the edits as a replayable edit script"),
         "save_as": _action(w, "Save Edit Script &As…", w.save_script_as, ["Ctrl+Shift+S"], "Save the edits to a new edit script"),
         "replay": _action(w, "&Apply Edit Script…", w.replay_dialog, [], "Apply the edits of a saved script to this model"),
-        "export": _action(w, "&Export Python…", w.export_dialog, ["Ctrl+E"], "Export the edited module as a standalone, verified .py"),
+        "export": _action(w, "&Export…", w.export_dialog, ["Ctrl+E"],
+                          "Export the edited module as a standalone .py, or through torch.export as a .pt2; verified"),
         # StandardKey.Quit is empty outside KDE/GNOME themes (a bare X session, offscreen): Ctrl+Q then
         "quit": _action(w, "&Quit", w.close, QKeySequence.keyBindings(QKeySequence.StandardKey.Quit)
                         or [QKeySequence("Ctrl+Q")], "Quit fxstudio"),

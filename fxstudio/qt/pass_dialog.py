@@ -3,8 +3,9 @@ offered), then a pass of it (or a built-in) or a pattern/replacement pair of its
 
 Nothing in the chosen file runs to fill the lists: passes come from ``pass_names`` (the file's
 top-level definitions, read with ``ast``), pattern functions from the file's top-level ``def``s.
-OK hands the choice to a callback that returns the refusal reason or None; on a refusal the dialog
-shows it and stays open. Dialogs are shown with ``open()`` (window-modal, non-blocking).
+OK hands the choice (and, for Run Pass, the optional keyword arguments of the pass) to a callback
+that returns the refusal reason or None; on a refusal the dialog shows it and stays open. Dialogs
+are shown with ``open()`` (window-modal, non-blocking).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QListWidget,
+    QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QListWidget,
     QListWidgetItem, QPushButton, QVBoxLayout, QWidget,
 )
 
 from fxstudio.core.errors import FxStudioError
-from fxstudio.core.passes import BUILTIN_PASSES, BUILTIN_PREFIX, pass_names
+from fxstudio.core.passes import BUILTIN_PASSES, BUILTIN_PREFIX, parse_pass_kwargs, pass_names, split_pass_arguments
 from fxstudio.qt.actions.dialog_style import DIALOG_QSS
 
 PASS_FILTER = "Python pass files (*.py);;All files (*)"
@@ -153,13 +154,14 @@ class _PassFileDialog(QDialog):
 
 
 class RunPassDialog(_PassFileDialog):
-    """Edit ▸ Run Pass…: the built-in passes and the passes of a chosen file.
+    """Edit ▸ Run Pass…: the built-in passes and the passes of a chosen file, and optional keyword
+    arguments for the pass (``NAME=VALUE, …`` in the argument syntax: the edit's ``kwargs``).
 
-    ``run(file, name)`` gets the resolved file (None for a built-in) and the pass name and returns
-    the refusal reason or None."""
+    ``run(file, name, kwargs)`` gets the resolved file (None for a built-in), the pass name and the
+    arguments (``{name: value text}``, empty for none) and returns the refusal reason or None."""
 
-    def __init__(self, run: Callable[[Path | None, str], str | None], recent: list[str], start_dir: str = "",
-                 parent: QWidget | None = None):
+    def __init__(self, run: Callable[[Path | None, str, dict[str, str]], str | None], recent: list[str],
+                 start_dir: str = "", parent: QWidget | None = None):
         super().__init__("Run Pass…", recent, start_dir, "Run", parent)
         self.setWindowTitle("Run Pass")
         self._run = run
@@ -167,6 +169,16 @@ class RunPassDialog(_PassFileDialog):
         self.passes.setObjectName("passList")
         self.passes.itemDoubleClicked.connect(lambda _item: self.try_accept())
         self.body.addWidget(self.passes, 1)
+        form = QFormLayout()
+        self.arguments = QLineEdit(self)
+        self.arguments.setObjectName("passArguments")
+        self.arguments.setPlaceholderText("optional: NAME=VALUE, … (e.g. factor=2.0, dtype=torch.float16)")
+        self.arguments.setToolTip("Keyword arguments of the pass, in the argument syntax (literals, tuples, "
+                                  "torch dtypes; never evaluated). A parameter named example_inputs gets "
+                                  "the model's example inputs by itself.")
+        self.arguments.returnPressed.connect(self.try_accept)
+        form.addRow("Arguments", self.arguments)
+        self.body.addLayout(form)
         self._fill(None)
         if recent:
             self.load_file(recent[0])   # the pass file used last
@@ -181,7 +193,7 @@ class RunPassDialog(_PassFileDialog):
         if path is not None:
             found = pass_names(path)   # EditRefused (an FxStudioError) for bad syntax
             for info in found:
-                item = QListWidgetItem(f"{info.name}    ({info.kind}, {path.name}:{info.line})")
+                item = QListWidgetItem(f"{info.name}    ({info.kind}, {path.name} {info.where})")
                 item.setData(ROLE, ("file", info.name))
                 self.passes.addItem(item)
             if not found:
@@ -214,13 +226,25 @@ class RunPassDialog(_PassFileDialog):
         kind, name = item.data(ROLE)
         return (self.path if kind == "file" else None), name
 
+    def kwargs(self) -> dict[str, str]:
+        """The arguments field as ``{name: value text}`` (checked: ``EditRefused`` when it does not read)."""
+        kwargs = split_pass_arguments(self.arguments.text())
+        parse_pass_kwargs(kwargs)
+        return kwargs
+
     def try_accept(self) -> None:
-        """Run the chosen pass (the caller asks about trust); close on success."""
+        """Run the chosen pass with the arguments (the caller asks about trust); close on success."""
         choice = self.choice()
         if choice is None:
             self.show_message("Pick a pass from the list.")
             return
-        message = self._run(*choice)
+        try:
+            kwargs = self.kwargs()
+        except FxStudioError as exc:
+            self.show_message(str(exc))
+            self.arguments.setFocus()
+            return
+        message = self._run(*choice, kwargs)
         if message:
             self.show_message(message)
             return

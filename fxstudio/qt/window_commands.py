@@ -14,6 +14,8 @@ from fxstudio.qt.open_flow import OPEN_FILTER
 from fxstudio.qt.workers import BackgroundTask
 
 SCRIPT_FILTER = "fxstudio edit scripts (*.json);;All files (*)"
+EXPORT_FILTERS = ("Python file (*.py)", "PyTorch ExportedProgram (*.pt2)")
+"""File ▸ Export's file types: a standalone .py plus weights, or torch.export's .pt2."""
 
 
 class WindowCommands:
@@ -122,30 +124,35 @@ class WindowCommands:
     # ------------------------------------------------------------------ export
 
     def export_dialog(self) -> bool:
-        """Ctrl+E: export the edited module as a verified standalone .py (in a worker)."""
+        """Ctrl+E: export the edited module as a verified standalone .py, or through torch.export as
+        a verified .pt2 (the file type chosen in the dialog), in a worker."""
         if self.document is None:
             return False
-        default = self._default_output("_edited.py")
-        path, _ = QFileDialog.getSaveFileName(self, "Export Python", str(default), "Python files (*.py)")
+        chosen = getattr(self, "_export_filter", EXPORT_FILTERS[0])
+        default = self._default_output("_edited.pt2" if chosen == EXPORT_FILTERS[1] else "_edited.py")
+        path, chosen = QFileDialog.getSaveFileName(self, "Export Python", str(default), ";;".join(EXPORT_FILTERS), chosen)
         if not path:
             return False
-        if not path.endswith(".py"):
-            path += ".py"
+        if not path.lower().endswith((".py", ".pt2")):
+            path += ".pt2" if chosen == EXPORT_FILTERS[1] else ".py"
+        self._export_filter = EXPORT_FILTERS[1] if path.lower().endswith(".pt2") else EXPORT_FILTERS[0]
         self.prefs.set_last_dir(Path(path).parent)
         self.export_to(Path(path))
         return True
 
     def export_to(self, path: Path) -> BackgroundTask:
-        """Export to ``path`` in a worker thread with a progress dialog; returns the task."""
-        from fxstudio.core.export import export_python
+        """Export to ``path`` in a worker thread with a progress dialog; returns the task. A ``.pt2``
+        goes through torch.export (``export_pt2``), anything else is written as Python."""
+        from fxstudio.core.export import export_pt2, export_python
 
         doc = self.document
         doc.module()  # recompile on the GUI thread: the worker must not race the views for it
         script = self.script_path if self.script_path is not None and not doc.dirty else None
+        export = export_pt2 if path.suffix.lower() == ".pt2" else export_python
 
         def work(ctx):
-            return export_python(doc, path, script_path=script, verify=True,
-                                 progress=lambda message, fraction: ctx.progress(message, fraction))
+            return export(doc, path, script_path=script, verify=True, cancel=lambda: ctx.cancelled,
+                          progress=lambda message, fraction: ctx.progress(message, fraction))
 
         task = BackgroundTask(work, name="export", parent=self)
         progress = QProgressDialog(f"Exporting and verifying {path.name}…", "Cancel", 0, 100, self)
@@ -239,4 +246,5 @@ def _export_summary(result) -> str:
     weights = getattr(result, "weights_path", None)
     if weights is not None:
         parts.append(f"weights in {Path(weights).name}")
+    parts.extend(f"loading it needs `import {name}` first" for name in getattr(result, "imports", []))
     return "; ".join(parts) or "verified"

@@ -8,6 +8,7 @@ from fxstudio.core.compare.side_by_side import CompareReport, RunCancelled, avai
 from fxstudio.core.compare.divergence import DivergenceResult, run_divergence
 from fxstudio.core.compare.fused_diff import warm_up as warm_up_fused_kernel
 from fxstudio.core.compare.graph_diff import GraphDiff, GraphDiffer, graph_diff, match_key
+from fxstudio.core.compare.node_pairing import GraphPairing, pair_graphs, pair_items
 from fxstudio.core.compare.run_inputs import InputSpec, inputs_for_run, load_inputs_file, module_for_run, parse_input_spec, parse_run_dtype, random_inputs, specs_from_inputs
 
-__all__ = ["CompareReport", "DivergenceResult", "GraphDiff", "GraphDiffer", "InputSpec", "RunCancelled", "available_devices", "check_device", "compare_models", "graph_diff", "inputs_for_run", "load_inputs_file", "match_key", "module_for_run", "parse_input_spec", "parse_run_dtype", "random_inputs", "run_divergence", "specs_from_inputs", "warm_up_fused_kernel"]
+__all__ = ["CompareReport", "DivergenceResult", "GraphDiff", "GraphDiffer", "GraphPairing", "InputSpec", "RunCancelled", "available_devices", "check_device", "compare_models", "graph_diff", "inputs_for_run", "load_inputs_file", "match_key", "module_for_run", "pair_graphs", "pair_items", "parse_input_spec", "parse_run_dtype", "random_inputs", "run_divergence", "specs_from_inputs", "warm_up_fused_kernel"]

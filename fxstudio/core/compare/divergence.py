@@ -3,9 +3,9 @@
 ``run_divergence`` runs the lockstep schedule (``divergence_schedule``) as one generated function
 (``divergence_codegen``) and falls back to two ``torch.fx.Interpreter`` instances stepped in
 lockstep (``divergence_interpreted``) for what the generator cannot express; both give the
-same rows (``divergence_result``). Each edited node runs, then the
-original graph is advanced just far enough to produce the node's counterpart (matched by stable
-id, or by name for an exported file), the two values are compared at once, and every value is
+same rows (``divergence_result``). Each edited node runs, then the original graph is advanced
+just far enough to produce the node's counterpart (matched by stable id, by name, or by structure
+for an exported file: ``node_pairing``), the two values are compared at once, and every value is
 released as soon as no later node needs it and it has been compared. Peak memory is therefore
 about the live values of both graphs plus one comparison's temporaries, not every intermediate.
 

@@ -1,9 +1,9 @@
 """The lockstep schedule of a node-by-node run: which original node answers each edited one.
 
-``build_schedule`` matches the two graphs (by id or name), fixes the order in which the original is
-advanced, the row texts, which edited nodes provably compute their counterpart's value (the
-structural half of ``same_computation``; ``shared_positions`` checks the weights part at each run)
-and which only rearrange an input already compared. Schedules are cached on the edited graph,
+``build_schedule`` matches the two graphs (by id, name or structural key), fixes the order in
+which the original is advanced, the row texts, which edited nodes provably compute their
+counterpart's value (the structural half of ``same_computation``; ``shared_positions`` checks the
+weights part at each run) and which only rearrange an input already compared. Schedules are cached on the edited graph,
 keyed by a ``fingerprint`` of both graphs; ``divergence_codegen`` turns one into a program.
 """
 
@@ -18,6 +18,7 @@ import torch.fx
 
 from fxstudio.core import fx_compat
 from fxstudio.core.compare import random_ops
+from fxstudio.core.compare.node_pairing import PAIR_META
 
 _CACHE_ATTR = "_fxstudio_lockstep_cache"
 _CACHE_SIZE = 4  # programs kept per edited graph (original graph, options)
@@ -33,7 +34,7 @@ class Schedule:
     row texts, the nodes that may write in place, and the generated programs made so far."""
 
     fingerprint: tuple
-    match: str                             # "id" or "name"
+    match: str                             # "id", "name" or "structure"
     keep: list                             # argument objects whose ids the fingerprint holds
     original_graph: torch.fx.Graph
     onodes: list[torch.fx.Node]
@@ -57,18 +58,22 @@ def fingerprint(nodes: Sequence[torch.fx.Node]) -> tuple[tuple, list]:
     """What a generated program depends on in one graph, and the objects to keep alive with it.
 
     Per node: the node, op, target, the *identity* of its argument tuple and keyword dict (fx
-    replaces them on every change), name and ``fxs_id``. Identity, not equality: ``2 == 2.0`` but
-    ``x * 2`` and ``x * 2.0`` differ, and literals are written into the code. The argument objects
-    are returned to be kept with the fingerprint, so that their ids cannot be reused meanwhile.
+    replaces them on every change), name, ``fxs_id`` and structural key (``fxs_pair``). Identity,
+    not equality: ``2 == 2.0`` but ``x * 2`` and ``x * 2.0`` differ, and literals are written into
+    the code. The argument objects are returned to be kept with the fingerprint, so that their ids
+    cannot be reused meanwhile.
     """
     keep = [(fx_compat.node_args(n), fx_compat.node_kwargs(n)) for n in nodes]
-    return tuple([(n, n.op, n.target, id(a), id(kw), n.name, n.meta.get("fxs_id"))
+    return tuple([(n, n.op, n.target, id(a), id(kw), n.name, n.meta.get("fxs_id"), n.meta.get(PAIR_META))
                   for n, (a, kw) in zip(nodes, keep)]), keep
+
+
+_KEY_FIELD = {"name": 5, "id": 6, "structure": 7}  # where ``fingerprint`` keeps each match key
 
 
 def match_keys(prints: tuple, match: str) -> list[Hashable | None]:
     """The match key of every node of a fingerprint (``graph_diff.match_key``'s, read off it)."""
-    i = 6 if match == "id" else 5
+    i = _KEY_FIELD[match]
     return [p[i] for p in prints]
 
 

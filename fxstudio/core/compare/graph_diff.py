@@ -1,6 +1,7 @@
 """Which nodes an edit added, removed or changed: the original and edited graphs side by side.
 
-Nodes are matched by stable id (``meta["fxs_id"]``) or by name. A matched node is *changed* when
+Nodes are matched by stable id (``meta["fxs_id"]``), by name, or by structure (the keys a
+``node_pairing.GraphPairing`` stamped, ``match="structure"``). A matched node is *changed* when
 its op, target or arguments differ, arguments being compared with node references replaced by the
 referenced node's key (so a rename of an input alone does not mark its users changed).
 """
@@ -14,14 +15,19 @@ from typing import Any
 import torch
 import torch.fx
 
+from fxstudio.core.compare.node_pairing import PAIR_META
+
 
 def match_key(kind: str) -> Callable[[torch.fx.Node], Hashable | None]:
-    """The function matching nodes across graphs: ``"id"`` (``meta['fxs_id']``) or ``"name"``."""
+    """The function matching nodes across graphs: ``"id"`` (``meta['fxs_id']``), ``"name"``, or
+    ``"structure"`` (``meta['fxs_pair']``, written by ``node_pairing.GraphPairing.stamp``)."""
     if kind == "id":
         return lambda n: n.meta.get("fxs_id")
     if kind == "name":
         return lambda n: n.name
-    raise ValueError(f"match must be 'id' or 'name', not {kind!r}")
+    if kind == "structure":
+        return lambda n: n.meta.get(PAIR_META)
+    raise ValueError(f"match must be 'id', 'name' or 'structure', not {kind!r}")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.fx
 
 from fxstudio.core.compare import fused_diff
 
@@ -492,6 +493,8 @@ def diff_values(ref: Any, new: Any, *, rtol: float, atol: float, with_rel: bool 
         return diff_tensors(ref, new, rtol=rtol, atol=atol, with_rel=with_rel, with_cosine=with_cosine)
     if isinstance(ref, torch.Tensor) or isinstance(new, torch.Tensor):
         return TensorDiff.mismatch(f"{type(new).__name__} instead of {type(ref).__name__}")
+    if isinstance(ref, torch.nn.Module) and isinstance(new, torch.nn.Module):
+        return None if ref is new or _same_state(ref, new) else TensorDiff.mismatch(f"another {type(new).__name__}")
     ref_leaves = flatten_outputs(ref)
     new_leaves = flatten_outputs(new)
     if len(ref_leaves) == 1 and len(new_leaves) == 1 and ref_leaves[0][1] is ref:
@@ -508,6 +511,18 @@ def diff_values(ref: Any, new: Any, *, rtol: float, atol: float, with_rel: bool 
         if d is not None and (worst is None or d.score > worst.score or math.isnan(worst.score)):
             worst = d
     return worst
+
+
+def _same_state(ref: torch.nn.Module, new: torch.nn.Module) -> bool:
+    """Two modules read as values (a higher-order op's body, read by ``get_attr``; what it computes
+    is compared at the node calling it): the same class (any two graph modules) and equal state."""
+    graphs = isinstance(ref, torch.fx.GraphModule), isinstance(new, torch.fx.GraphModule)
+    if graphs[0] != graphs[1] or (not graphs[0] and type(ref) is not type(new)):
+        return False
+    a, b = ref.state_dict(keep_vars=True), new.state_dict(keep_vars=True)
+    return a.keys() == b.keys() and all(
+        isinstance(a[k], torch.Tensor) and isinstance(b[k], torch.Tensor) and a[k].shape == b[k].shape
+        and a[k].dtype == b[k].dtype and torch.equal(a[k].detach(), b[k].detach().to(a[k].device)) for k in a)
 
 
 def _short(value: Any) -> str:

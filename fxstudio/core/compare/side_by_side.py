@@ -23,6 +23,7 @@ from fxstudio.core.compare.divergence import (
     DivergenceResult, NodeDivergence, NodeFailure, RunCancelled, _is_oom, clone_tensors, graph_may_mutate,
     run_divergence,
 )
+from fxstudio.core.compare.node_pairing import pair_graphs
 from fxstudio.core.errors import RunError
 from fxstudio.core.module_state import CannotCopy, run_copy, tensors_at, writes_buffers, written_paths
 from fxstudio.core.compare.run_inputs import dtype_name, inputs_for_run, module_for_run, parse_run_dtype
@@ -231,8 +232,9 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
 
     ``device`` is one of ``available_devices()``; ``dtype`` (``"float32"``, ``"float16"``,
     ``"bfloat16"`` or None for as loaded) is applied to the modules and the floating inputs.
-    Nodes are matched by ``meta["fxs_id"]`` (``match="id"``) or by name (``match="name"``, for an
-    exported file). ``progress(fraction, text)`` is called as the run goes; ``cancel`` (a callable
+    Nodes are matched by ``meta["fxs_id"]`` (``match="id"``), by name (``match="name"``) or by
+    what they compute (``match="structure"``, for an exported file reopened: ``node_pairing``;
+    the keys are written into both graphs' ``node.meta``). ``progress(fraction, text)`` is called as the run goes; ``cancel`` (a callable
     or a ``threading.Event``) stops it with ``RunCancelled``. An exception in the edited graph is
     returned in ``report.error`` naming the node; the caller decides whether that is a failure.
     ``seed`` reseeds torch before each run so random ops draw the same numbers; with
@@ -251,6 +253,10 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
     if match == "id" and not any("fxs_id" in n.meta for n in traced.graph.nodes):
         match = "name"  # graphs not made by a Document: names are all there is to match by
         report.notes.append("the graphs carry no stable node ids: nodes were matched by name")
+    if match == "structure":
+        pairing = pair_graphs(traced, edited)
+        pairing.stamp()
+        report.notes.append(pairing.describe())
 
     try:
         memo: dict[int, Any] = {}  # one memo for the three moves: weights they share are moved once

@@ -23,6 +23,7 @@ from fxstudio.core.edits.state import Changes
 from fxstudio.core.edits.validation import bulk_fields_problem
 from fxstudio.core.edits.whole_graph import op_replace_pattern, op_run_pass
 from fxstudio.core.errors import EditRefused
+from fxstudio.core.passes import kwargs_problem
 
 Handler = Callable[[Transaction, dict], tuple[str, dict]]
 
@@ -127,8 +128,15 @@ declare("duplicate", op_duplicate, "copy a node right after itself",
         required=("node",), optional=("name",), texts=("node", "name"))
 declare("rename", op_rename, "give a node a new name", required=("node", "name"), texts=("node", "name"))
 declare("eliminate_dead_code", op_eliminate_dead_code, "erase every pure node whose value is never used")
-declare("run_pass", op_run_pass, "run a torch.fx pass (a file's function, Transformer or PassBase, or a built-in)",
-        required=("name",), optional=("file", "sha256"), texts=("name", "file", "sha256"))
+def _pass_kwargs(edit: dict) -> str | None:
+    return kwargs_problem(edit["kwargs"]) if "kwargs" in edit else None
+
+
+declare("run_pass", op_run_pass,
+        "run a torch.fx pass (a file's function, Transformer, Interpreter or PassBase, a class of callable passes, "
+        "or a built-in), with keyword arguments",
+        required=("name",), optional=("file", "sha256", "kwargs"), texts=("name", "file", "sha256"),
+        script_check=_pass_kwargs)
 declare("replace_pattern", op_replace_pattern, "replace every match of a pattern function by a replacement function",
         required=("file", "pattern", "replacement"), optional=("sha256",),
         texts=("file", "pattern", "replacement", "sha256"))

@@ -59,7 +59,7 @@ def validate_script(script: Any) -> dict:
             problem = keyword_problem(key) if isinstance(key, str) else None
             if problem:
                 raise ScriptError(f"Edit {i + 1} ({edit['op']}): {problem}")
-        for key in dict_literal_keys(edit["kwargs"]) if "kwargs" in edit else ():
+        for key in dict_literal_keys(edit["kwargs"]) if isinstance(edit.get("kwargs"), str) else ():
             problem = keyword_problem(key)
             if problem:
                 raise ScriptError(f"Edit {i + 1} ({edit['op']}): 'kwargs': {problem}")

@@ -2,7 +2,9 @@
 the nodes an edit touched, under ``FakeTensorMode`` (no real activations), and of their users
 while the result keeps changing. A node whose shape cannot be computed loses its shape keys (so no
 stale shape is shown); when the cause is a real error (a shape mismatch after a rewire) it is kept
-in ``node.meta["fxs_shape_error"]``.
+in ``node.meta["fxs_shape_error"]``. A node of a pass's result takes the shape the result's trial
+run measured instead, while that still holds (``passes.ran_shape``: written by the pass runner only):
+fake tensors cannot evaluate observers or quantized modules, and get some quantized dtypes wrong.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from fxstudio.core.edits.work import meta_nbytes, shape_of, value_nbytes
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.metadata import dtype_name
 from fxstudio.core.module_state import CannotCopy, run_copy
+from fxstudio.core.passes import RUN_META_KEY, ran_shape
 
 DEFAULT_BUDGET = 128  # node evaluations per edit (~0.3-1 ms each) before the rest is marked unknown
 _UNKNOWN = UNKNOWN  # a value that cannot be told before a run (data-dependent, or not evaluable here)
@@ -113,7 +116,10 @@ class ShapeRefresher:
                 break
             evaluations += 1
             self.evaluated.append(node)
-            value, error = self._evaluate(node, values)
+            # a node of a pass's result: what the result's trial run measured, while that holds (fake
+            # tensors cannot evaluate observers or quantized modules, and give quantize_per_tensor a float dtype)
+            ran = ran_shape(node) if RUN_META_KEY in node.meta else None
+            value, error = (MetaOnly(ran), None) if ran is not None else self._evaluate(node, values)
             if value is _UNKNOWN and error is None:
                 self.unknown.append(node)
             values[node] = value
@@ -157,7 +163,12 @@ class ShapeRefresher:
 
     def _fake_from_meta(self, meta: Any) -> Any:
         if isinstance(meta, TensorMetadata):  # called inside the fake mode
-            return torch.empty_strided(tuple(meta.shape), tuple(meta.stride), dtype=meta.dtype)
+            if meta.is_quantized:  # a quantized fake tensor cannot be made (QuantizedMeta has no empty)
+                return _UNKNOWN
+            try:
+                return torch.empty_strided(tuple(meta.shape), tuple(meta.stride), dtype=meta.dtype)
+            except Exception:  # noqa: BLE001 - a dtype or layout fake tensors cannot make
+                return _UNKNOWN
         if isinstance(meta, (list, tuple)):
             return type(meta)(self._fake_from_meta(m) for m in meta) if isinstance(meta, list) \
                 else tuple(self._fake_from_meta(m) for m in meta)

@@ -7,13 +7,19 @@ tensor-attribute tables are replaced by the result's, and put back on revert; bo
 so undo restores code and weights bit for bit and redo reinstalls the very same objects. Nodes are
 matched before/after (``match_nodes``), so a node the pass kept keeps its stable id; unmatched old
 nodes are reported removed, unmatched new ones added (fresh ids), matched ones whose call changed
-changed.
+changed. The edited module's own ``meta`` is swapped too (``prepare_fx`` keeps there what
+``convert_fx`` reads).
+
+A ``run_pass`` gets the model's example inputs (``example_inputs_of``: the pass may declare
+``example_inputs``; its result must run on them) and the edit's ``kwargs``. A pass that leaves the
+graph as it was but computes something per node (``ShapeProp``, a profiling Interpreter) is an
+analysis: ``pass_analysis.SetNodeMeta`` records what it computed instead of a swap.
 """
 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -27,8 +33,10 @@ from fxstudio.core.edits.state import ID_KEY, Changes, EditState
 from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.same_computation import fetch_path
-from fxstudio.core.passes import (BUILTIN_PREFIX, DEFAULT_PASS_TRUST, PassTrust, builtin_pass, load_pass, match_nodes,
-                                  root_tensor_attrs, run_pass_object, same_call)
+from fxstudio.core.edits.pass_analysis import analysis_edit, attach_analysis
+from fxstudio.core.passes import (BUILTIN_PREFIX, DEFAULT_PASS_TRUST, RUN_META_KEY, PassInputs, PassRun, PassTrust,
+                                  builtin_pass, load_pass, match_nodes, parse_pass_kwargs, root_tensor_attrs, run_pass,
+                                  same_call)
 
 _TABLES = fx_compat.MODULE_TABLES
 
@@ -44,6 +52,7 @@ class ModuleSide:
     by_id: dict[int, torch.fx.Node]
     by_name: dict[str, torch.fx.Node]
     code: Any = None  # fx_compat.compiled_code installed with this side (new: compiled for its graph)
+    root_meta: Any = None  # the GraphModule's own ``meta`` (prepare_fx keeps what convert_fx needs there)
 
     @classmethod
     def of(cls, gm: torch.fx.GraphModule, by_id: dict | None = None, code: Any = None) -> "ModuleSide":
@@ -51,7 +60,7 @@ class ModuleSide:
         nodes = list(gm.graph.nodes)
         return cls(gm.graph, {t: dict(gm.__dict__[t]) for t in _TABLES}, root_tensor_attrs(gm),
                    dict(by_id) if by_id is not None else {n.meta[ID_KEY]: n for n in nodes},
-                   {n.name: n for n in nodes}, code)
+                   {n.name: n for n in nodes}, code, gm.__dict__.get("meta"))
 
 
 @dataclass
@@ -74,6 +83,8 @@ class SwapModule(Primitive):
         for table in _TABLES:
             gm.__dict__[table] = dict(side.tables[table])
         gm.__dict__.update(side.attrs)
+        if isinstance(side.root_meta, dict):
+            gm.__dict__["meta"] = side.root_meta
         gm.__dict__["_graph"] = side.graph
         side.graph.owning_module = gm
         if side.code is not None:  # the code it had (stale or not), or the code compiled for it
@@ -207,10 +218,14 @@ def _tree_signature(gm: torch.fx.GraphModule) -> Any:
             {k: _module_signature(fetch_path(gm, k))[:2] for k in called})
 
 
-def swap_for(tx: Transaction, result: torch.fx.GraphModule, label: str) -> SwapModule:
+def swap_for(tx: Transaction, result: torch.fx.GraphModule, label: str,
+             analysis: dict | None = None) -> Primitive:
     """The ``SwapModule`` that installs a pass's ``result`` (checked and recompiled by the runner)
-    in the edited module: nodes matched, ids given, changes found. Refuses a pass that changed
-    nothing. Takes fresh ids from the state (a rollback gives them back)."""
+    in the edited module: nodes matched, ids given, changes found. A result with the same graph and
+    weights, from a pass that worked on the graph it was given (``analysis`` not None: what its
+    Interpreter measured per node, maybe nothing) and wrote node metadata or measured something, is
+    an analysis: a ``SetNodeMeta`` on the edited graph's nodes instead (``pass_analysis``). Refuses
+    a pass that changed nothing. Takes fresh ids from the state (a rollback gives them back)."""
     state = tx.state
     gm = state.gm
     old_nodes = list(state.graph.nodes)
@@ -228,7 +243,7 @@ def swap_for(tx: Transaction, result: torch.fx.GraphModule, label: str) -> SwapM
         twin = matched.get(node)
         if twin is not None:  # what fxstudio knows of the node (shapes, module path), under the pass's
             for key, value in twin.meta.items():
-                if key not in meta:
+                if key not in meta and key != RUN_META_KEY:  # a run's record holds for its own graph only
                     meta[key] = value
             ids[node] = twin.meta[ID_KEY]
         else:
@@ -259,7 +274,11 @@ def swap_for(tx: Transaction, result: torch.fx.GraphModule, label: str) -> SwapM
     if not (added or removed or changed or touched):  # maybe moved nodes or swapped weights, maybe nothing
         old_code = state.graph.python_code(root_module="self").src
         if old_code == result.code and _tree_signature(gm) == _tree_signature(result):
-            raise EditRefused(f"The pass {label} changed nothing.")
+            meta_edit = analysis_edit(matched, label, analysis) if analysis is not None else None
+            if meta_edit is None:
+                raise EditRefused(f"The pass {label} changed nothing.")
+            return meta_edit
+    attach_analysis(new_nodes, label, analysis or {})
     old_side = ModuleSide.of(gm, state.by_id, fx_compat.compiled_code(gm))
     new_side = ModuleSide.of(result, {ids[n]: n for n in new_nodes}, fx_compat.compiled_code(result))
     swap = SwapModule(old_side, new_side, added, removed, tuple(changed), tuple(sorted(touched)), tuple(renamed))
@@ -283,12 +302,20 @@ def _pass_file(state: EditState, edit: dict):
 @dataclass(frozen=True)
 class PassOutcome:
     """A pass computed on a working copy but not installed: the checked result module, the label, the
-    edit to record and the label's detail (e.g. how many matches a pattern replaced)."""
+    edit to record, the label's detail (e.g. how many matches a pattern replaced, the result's trial
+    run skipped) and the per-node analysis of an Interpreter pass (nodes of ``result``)."""
 
     result: torch.fx.GraphModule
     label: str
     record: dict
     detail: str = ""
+    analysis: dict | None = None  # None: the pass built another graph (its node metadata is no analysis)
+
+    @classmethod
+    def of(cls, run: PassRun, label: str, record: dict, detail: str = "") -> "PassOutcome":
+        """The outcome of a runner's ``PassRun`` (its notes join the detail)."""
+        notes = "".join(f"{note}; " for note in run.notes)
+        return cls(run.module, label, record, detail + notes, run.analysis if run.in_place else None)
 
 
 @dataclass(frozen=True)
@@ -310,10 +337,24 @@ def compute_outcome(state: EditState, edit: dict) -> PassOutcome:
     return _pass_outcome(state, edit)
 
 
+def example_inputs_of(state: EditState) -> tuple | None:
+    """The document's example inputs (``Document`` sets ``state.example_inputs`` from the loaded
+    model), or None when the model has none: no inputs while the graph has an input without default."""
+    inputs = getattr(state, "example_inputs", None)
+    if inputs is None:
+        return None
+    inputs = tuple(inputs)
+    if not inputs and any(n.op == "placeholder" and not n.args for n in state.graph.nodes):
+        return None
+    return inputs
+
+
 def _pass_outcome(state: EditState, edit: dict) -> PassOutcome:
     name = text_field(edit, "name").strip()
     sha256 = _sha256_field(edit)
     record: dict = {"op": "run_pass"}
+    kwargs = parse_pass_kwargs(edit.get("kwargs"))
+    inputs = PassInputs(example_inputs_of(state), kwargs)
     if edit.get("file") is None:
         if not name.startswith(BUILTIN_PREFIX):
             raise EditRefused(f"run_pass needs a 'file' (the pass file defining {name!r}), or the name of a "
@@ -327,13 +368,15 @@ def _pass_outcome(state: EditState, edit: dict) -> PassOutcome:
         loaded = load_pass(path, name, sha256, allow_changed=trust.allow_changed)
         obj, label, share = loaded.obj, f"{path.name}::{name}", False
         record.update(file=edit["file"], name=name, sha256=loaded.sha256)
+    if kwargs:
+        record["kwargs"] = dict(edit["kwargs"])
     if path is not None:
-        return PassOutcome(run_pass_object(obj, state.gm, label, path, share_tensors=share), label, record)
+        return PassOutcome.of(run_pass(obj, state.gm, label, path, share, inputs), label, record)
     with _costs_for_the_run(state):
-        result = run_pass_object(obj, state.gm, label, path, share_tensors=share)
-    for node in result.graph.nodes:
+        run = run_pass(obj, state.gm, label, path, share, inputs)
+    for node in run.module.graph.nodes:
         node.meta.pop(COST_KEY, None)
-    return PassOutcome(result, label, record)
+    return PassOutcome.of(run, label, record)
 
 
 COST_KEY = "fxs_cost"
@@ -382,13 +425,13 @@ def _pattern_outcome(state: EditState, edit: dict) -> PassOutcome:
         return gm
 
     label = f"{path.name}::{pattern} → {replacement}"
-    result = run_pass_object(rewrite, state.gm, label, path, share_tensors=True)
+    run = run_pass(rewrite, state.gm, label, path, True, PassInputs(example_inputs_of(state)))
     if not found or not found[0]:
         raise EditRefused(f"The pattern {path.name}::{pattern} matches nothing in the graph; nothing was changed.")
     n = found[0]
     record = {"op": "replace_pattern", "file": edit["file"], "pattern": pattern, "replacement": replacement,
               "sha256": pat.sha256}
-    return PassOutcome(result, label, record, f"{n} match{'es' if n != 1 else ''}; ")
+    return PassOutcome.of(run, label, record, f"{n} match{'es' if n != 1 else ''}; ")
 
 
 def _install(tx: Transaction, edit: dict, verb: str) -> tuple[str, dict]:
@@ -396,14 +439,16 @@ def _install(tx: Transaction, edit: dict, verb: str) -> tuple[str, dict]:
     prepared = tx.state.prepared_outcome
     tx.state.prepared_outcome = None
     outcome = prepared[1] if prepared is not None and prepared[0] == edit else compute_outcome(tx.state, edit)
-    swap = swap_for(tx, outcome.result, outcome.label)
+    swap = swap_for(tx, outcome.result, outcome.label, outcome.analysis)
     tx.do(swap)
     return f"{verb} {outcome.label} ({outcome.detail}{swap.summary()})", outcome.record
 
 
 def op_run_pass(tx: Transaction, edit: dict) -> tuple[str, dict]:
-    """``{"op": "run_pass", "name", "file"?, "sha256"?}``: run a pass of a trusted file (or a built-in
-    ``fxstudio.passes.<name>`` without a file) on a copy of the edited module and install the result."""
+    """``{"op": "run_pass", "name", "file"?, "sha256"?, "kwargs"?}``: run a pass of a trusted file (or a
+    built-in ``fxstudio.passes.<name>`` without a file) on a copy of the edited module, with the edit's
+    keyword arguments (``{"name": "value text"}``) and the model's example inputs where it declares
+    ``example_inputs``, and install the result (or, for an analysis, what it computed per node)."""
     return _install(tx, edit, "Run pass")
 
 

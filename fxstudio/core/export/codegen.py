@@ -2,19 +2,17 @@
 
 ``forward`` is FX's own code generation for the (edited) graph, which already keeps local names
 clear of keywords, builtins and globals; around it this module writes the imports for every global
-the code uses, rebuilds the submodules the graph calls (``export_modules``), declares the
-parameters, buffers and tensor constants it reads, and collects their values for the weights file.
+the code uses and for every operator namespace it calls (``op_imports``), the ``__init__`` that makes
+the submodules and attributes the graph reaches (``init_body``, ``module_writer``, ``state_rebuild``,
+nested graphs by ``subgraphs``), the helpers those lines call, and the weights file's contents.
 aten graphs from ``torch.export`` get a plain ``forward``: the pytree flatten/unflatten plumbing of
 ``ExportedProgram.module()`` is replaced by the positional inputs and a literal output structure.
 """
 
 from __future__ import annotations
 
-import ast
 import builtins
 import io
-import json
-import keyword
 import re
 import tokenize
 from dataclasses import dataclass, field
@@ -22,18 +20,21 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch import nn
 
 from fxstudio.core import fx_compat
-from fxstudio.core.code_names import check_attribute_path, check_identifier, check_node_code_names, is_identifier
+from fxstudio.core.code_names import check_identifier, check_node_code_names, is_identifier
 from fxstudio.core.errors import ExportError
-from fxstudio.core.export.modules import ImportNamer, constructor_expression, literal
+from fxstudio.core.export.init_body import ATTACH_HELPER, TIE_HELPER, InitBody, init_body
+from fxstudio.core.export.module_writer import OriginalEntry
+from fxstudio.core.export.modules import ImportNamer, literal, quoted
+from fxstudio.core.export.op_imports import add_registration_imports
+from fxstudio.core.export.state_rebuild import RESTORE_HELPER
 from fxstudio.core.export.names import names_block
 from fxstudio.core.export.outputs import build_outputs, check_inputs, header_lines, import_lines
 
 # Names the generated file defines itself; globals of the forward code must not take them.
-FIXED_NAMES = {"torch", "nn", "Path", "get_model", "example_inputs", "WEIGHTS_FILE", "_attach", "_tie",
-               "FXSTUDIO_NODE_NAMES", "FXSTUDIO_GRAPH_SIGNATURE"}
+FIXED_NAMES = {"torch", "nn", "Path", "get_model", "example_inputs", "WEIGHTS_FILE", "_attach", "_tie", "_restore",
+               "FXSTUDIO_NODE_NAMES", "FXSTUDIO_GRAPH_SIGNATURE", "FXSTUDIO_NODE_STRUCTURE"}
 _CUSTOM_BUILTIN_IMPORTS = {
     "inf": "from math import inf",
     "nan": "from math import nan",
@@ -44,17 +45,6 @@ _CUSTOM_BUILTIN_IMPORTS = {
 }
 _NOT_WRAPPED_MODULES = ("torch", "math", "operator", "builtins", "_operator")
 _FREE_STATEMENT = re.compile(r";  [A-Za-z_]\w*(?: = [A-Za-z_]\w*)* = None$")
-_CONSTANT_NAME = re.compile(r"(^|\.)(_tensor_constant\d+|lifted_tensor_\d+|_frozen_param\d+)$")
-
-
-def quoted(text: str) -> str:
-    """``text`` as a Python string literal, checked to read back as ``text`` (names never splice into code)."""
-    if not isinstance(text, str):
-        raise ExportError(f"internal: {text!r} is not a string")
-    literal_text = json.dumps(text)  # double quotes, every quote, backslash and control character escaped
-    if ast.literal_eval(literal_text) != text:
-        raise ExportError(f"internal: cannot write {literal_text} as a string literal")
-    return literal_text
 
 
 def comment_text(text: str) -> str:
@@ -64,40 +54,14 @@ def comment_text(text: str) -> str:
 
 def check_graph_names(graph: torch.fx.Graph) -> None:
     """Refuse a graph whose names torch.fx would write into code unchecked: node names, keyword names,
-    attribute and submodule paths (``get_attr``/``call_module``) and method names (``call_method``)."""
+    attribute and submodule paths (``get_attr``/``call_module``: parts without quotes, backslashes or
+    control characters) and method names (``call_method``)."""
     for node in graph.nodes:
-        check_node_code_names(node)  # the rule torch.fx's own code needs (keyword names included)
-        if node.op in ("get_attr", "call_module"):
-            check_attribute_path(node.target, f"the {node.op} target of node {node.name}")
-        elif node.op == "call_method":
+        # The rule torch.fx's own code needs (keyword names included); get_attr/call_module paths may
+        # hold parts such as ``block1-0``, which torch.fx and the file write as string literals.
+        check_node_code_names(node)
+        if node.op == "call_method":
             check_identifier(node.target, f"the method name of node {node.name}")
-
-ATTACH_HELPER = '''
-def _attach(root: nn.Module, path: str, value) -> None:
-    """Set ``root.<path> = value``, creating empty container modules along the dotted path."""
-    *parents, name = path.split(".")
-    for part in parents:
-        if part not in root._modules:
-            root.add_module(part, nn.Module())
-        root = root._modules[part]
-    if isinstance(value, nn.Parameter):
-        root.register_parameter(name, value)
-    elif isinstance(value, torch.Tensor):
-        root.register_buffer(name, value)
-    else:
-        root.add_module(name, value)
-'''
-
-
-@dataclass
-class OriginalEntry:
-    """The model file's entry (``Custom``, ``get_model`` or a ``model`` instance), from which the
-    exported file takes submodules that cannot be rebuilt from their configuration."""
-
-    name: str
-    called: bool  # a class or factory, called with no arguments (else a module-level instance)
-    module: nn.Module  # the original as loaded: paths and structure are checked against it
-
 
 @dataclass
 class GeneratedFile:
@@ -201,40 +165,6 @@ def _clean_forward(src: str) -> str:
         line = _FREE_STATEMENT.sub("", line.rstrip())
         lines.append(line)
     return "\n".join(lines)
-
-
-def _tensor_decl(value: torch.Tensor) -> str:
-    shape = ", ".join(str(d) for d in value.shape) or "()"
-    dtype = "" if value.dtype == torch.float32 else f", dtype={value.dtype}"
-    return f"torch.empty({shape}{dtype})"
-
-
-def _owner_has(gm: torch.nn.Module, target: str, kind: str) -> bool:
-    owner_path, _, name = target.rpartition(".")
-    try:
-        owner = gm.get_submodule(owner_path) if owner_path else gm
-    except AttributeError:
-        return False
-    return name in getattr(owner, kind)
-
-
-def _get_attr(gm: torch.nn.Module, target: str) -> Any:
-    value: Any = gm
-    for part in target.split("."):
-        value = getattr(value, part)
-    return value
-
-
-def _covered(path: str, module_paths: set[str]) -> str | None:
-    """The rebuilt module (if any) that ``path`` lies inside."""
-    parts = path.split(".")
-    return next((p for p in (".".join(parts[:i]) for i in range(1, len(parts))) if p in module_paths), None)
-
-
-def _assign(path: str, expr: str) -> str:
-    if "." not in path and path.isidentifier() and not keyword.iskeyword(path):
-        return f"self.{path} = {expr}"
-    return f"_attach(self, {quoted(path)}, {expr})"
 
 
 def _input_expr(value: Any) -> str:
@@ -341,17 +271,16 @@ def generate_file(
     from fxstudio.core.export.subgraphs import SubgraphWriter, check_higher_order_ops  # they build on this module
 
     check_higher_order_ops(graph)
+    add_registration_imports([graph], namer)
     nested = SubgraphWriter(namer, class_name)
-    init_lines, weights, needs_attach, tied = _init_body(gm, graph, namer, original, nested)
-    needs_attach = needs_attach or nested.needs_attach
+    body = init_body(gm, graph, namer, original, nested)
+    init_lines, weights, tied = body.lines, body.state_weights(), body.tied
+    helpers = [helper for helper, used in ((ATTACH_HELPER, body.uses("_attach") or nested.needs_attach),
+                                           (RESTORE_HELPER, body.uses("_restore") or nested.needs_restore),
+                                           (TIE_HELPER, bool(tied))) if used]
     module_level += [line for line in nested.module_level if line not in module_level]
     wrapped += [name for name in nested.wrapped if name not in wrapped]
-    called = {n.target for n in graph.nodes if n.op == "call_module"}
-    train_lines = [
-        f"    model.get_submodule({quoted(path)}).train({m.training})"
-        for path, m in gm.named_modules()
-        if path in called and m.training != gm.training
-    ]
+    train_lines = [f"    model.get_submodule({quoted(path)}).train({flag})" for path, flag in _train_flags(gm, body)]
 
     if namer.user_names and user_import and not is_identifier(user_import):
         raise ExportError(
@@ -406,7 +335,7 @@ def generate_file(
                 *(f"torch.fx.wrap({quoted(n)})" for n in wrapped)]
     out += ["", f"WEIGHTS_FILE = {quoted(weights_name)}",
             '"""Parameters, buffers and tensor constants, in the file beside this one."""']
-    for helper in ([ATTACH_HELPER] if needs_attach else []) + ([TIE_HELPER] if tied else []):
+    for helper in helpers:
         out += ["", "", helper.strip("\n")]
     for lines in nested.classes:
         out += ["", "", *lines]
@@ -450,134 +379,24 @@ def generate_file(
     return GeneratedFile(source, weights, class_name, requirements)
 
 
-def _from_original(module: nn.Module, path: str, namer: ImportNamer, original: OriginalEntry | None,
-                   lines: list[str]) -> str | None:
-    """``original.get_submodule(path)`` when the original model has that very submodule, else None."""
-    if original is None or namer.user_import is None:
-        return None
-    try:
-        there = original.module.get_submodule(path)
-    except AttributeError:
-        return None
-    shapes = {k: tuple(v.shape) for k, v in module.state_dict().items()}
-    if type(there) is not type(module) or {k: tuple(v.shape) for k, v in there.state_dict().items()} != shapes:
-        return None
-    if not any(line.startswith("original = ") for line in lines):
-        name = namer.claim(original.name)
-        namer.lines[f"from {namer.user_import} import {original.name}" + (f" as {name}" if name != original.name else "")] = None
-        if original.name not in namer.user_names:
-            namer.user_names.append(original.name)
-        lines.insert(0, "# The model as its file builds it: submodules that cannot be rebuilt from their")
-        lines.insert(1, "# configuration are taken from it (their weights then come from WEIGHTS_FILE).")
-        lines.insert(2, f"original = {name}()" if original.called else f"original = {name}")
-    if original.called:
-        return f"original.get_submodule({quoted(path)})"
-    namer.lines["import copy"] = None
-    return f"copy.deepcopy(original.get_submodule({quoted(path)}))"
+def _train_flags(gm: torch.fx.GraphModule, body: InitBody) -> list[tuple[str, bool]]:
+    """(path, flag) for the ``.train(flag)`` calls that give each module the file makes its training
+    flag after ``model.train(gm.training)``: outermost first, each call setting a whole subtree."""
+    roots, shells = set(body.subtrees), set(body.shells)
 
+    def made(path: str) -> bool:
+        """Whether the file makes the module at ``path`` as the graph module has it."""
+        parts = path.split(".")
+        return path in shells or any(".".join(parts[:i]) in roots for i in range(1, len(parts) + 1))
 
-class _TensorCopies:
-    """Detached copies of the weights, one per tensor object: a tensor held under two names (tied
-    weights) is stored once in the weights file and tied again by ``get_model``."""
+    modules = [(path, m) for path, m in gm.named_modules(remove_duplicate=False) if path and made(path)]
+    current = {path: gm.training for path, _ in modules}
+    out = []
+    for path, module in modules:
+        if module.training != current[path]:
+            out.append((path, module.training))
+            for other in current:
+                if other == path or other.startswith(path + "."):
+                    current[other] = module.training
+    return out
 
-    def __init__(self):
-        self._copies: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-
-    def of(self, value: torch.Tensor) -> torch.Tensor:
-        """The copy of ``value`` (the same copy for the same tensor object)."""
-        got = self._copies.get(id(value))
-        if got is None:
-            got = self._copies[id(value)] = (value, value.detach().clone())  # keeps ``value`` alive: ids stay unique
-        return got[1]
-
-    @staticmethod
-    def tied(weights: dict[str, torch.Tensor]) -> list[tuple[str, str]]:
-        """(name, same_as) for every name whose copy an earlier name already holds."""
-        first: dict[int, str] = {}
-        out = []
-        for name, copy in weights.items():
-            if id(copy) in first:
-                out.append((name, first[id(copy)]))
-            else:
-                first[id(copy)] = name
-        return out
-
-
-TIE_HELPER = '''
-def _tie(model: nn.Module, name: str, same_as: str) -> None:
-    """Make ``name`` the very tensor ``same_as`` is: they were one tensor (tied) in the source model."""
-    home, _, key = same_as.rpartition(".")
-    source = model.get_submodule(home)
-    value = source._parameters[key] if key in source._parameters else source._buffers[key]
-    owner, _, attr = name.rpartition(".")
-    target = model.get_submodule(owner)
-    (target._parameters if attr in target._parameters else target._buffers)[attr] = value
-'''
-
-
-def _init_body(gm: torch.fx.GraphModule, graph: torch.fx.Graph, namer: ImportNamer,
-               original: OriginalEntry | None = None, subgraphs: Any = None):
-    """Lines of ``__init__`` after ``super().__init__()``, the weights, whether ``_attach`` is used,
-    and the tied weights as (name, same_as) pairs. Nested graphs (of higher-order ops) read by
-    ``get_attr`` become classes of ``subgraphs`` (a ``subgraphs.SubgraphWriter``)."""
-    lines: list[str] = []
-    weights: dict[str, torch.Tensor] = {}
-    copies = _TensorCopies()
-    nested_tied: list[tuple[str, str]] = []
-    module_paths: set[str] = set()
-    for node in graph.nodes:
-        if node.op != "call_module" or node.target in module_paths:
-            continue
-        if _covered(node.target, module_paths):
-            continue
-        module = gm.get_submodule(node.target)
-        if isinstance(module, torch.fx.GraphModule):
-            raise ExportError(
-                f"cannot export submodule '{node.target}': it is itself a traced GraphModule; inline it first."
-            )
-        try:
-            expr = constructor_expression(module, node.target, namer)
-        except ExportError:
-            expr = _from_original(module, node.target, namer, original, lines)
-            if expr is None:
-                raise
-        lines.append(_assign(node.target, expr))
-        module_paths.add(node.target)
-        for key, value in module.state_dict(keep_vars=True).items():
-            weights[f"{node.target}.{key}"] = copies.of(value)
-    seen: set[str] = set()
-    for node in graph.nodes:
-        if node.op != "get_attr" or node.target in seen:
-            continue
-        seen.add(node.target)
-        target = node.target
-        owner = _covered(target, module_paths)
-        if owner is not None and f"{target}" in weights:
-            continue
-        value = _get_attr(gm, target)
-        if isinstance(value, torch.fx.GraphModule) and subgraphs is not None:
-            sub_class, sub_weights, sub_tied = subgraphs.class_for(value, target)
-            lines.append(_assign(target, f"{sub_class}()"))
-            weights.update(sub_weights)
-            nested_tied.extend(sub_tied)
-            continue
-        if not isinstance(value, torch.Tensor):
-            raise ExportError(
-                f"cannot export attribute '{target}' read by node {node.name}: it is a {type(value).__name__}, "
-                "not a tensor; only tensors are stored in the weights file."
-            )
-        if isinstance(value, nn.Parameter):
-            grad = "" if value.requires_grad else ", requires_grad=False"
-            expr = f"nn.Parameter({_tensor_decl(value)}{grad})"
-            lines.append(_assign(target, expr))
-        else:
-            is_buffer = _owner_has(gm, target, "_buffers")
-            if not is_buffer or _CONSTANT_NAME.search(target):
-                lines.append("# A tensor constant captured when the graph was traced; its value is in the weights file.")
-            if "." not in target and target.isidentifier():
-                lines.append(f"self.register_buffer({quoted(target)}, {_tensor_decl(value)})")
-            else:
-                lines.append(_assign(target, _tensor_decl(value)))
-        weights[target] = copies.of(value)
-    needs_attach = any(line.startswith("_attach(") for line in lines)
-    return lines, weights, needs_attach, copies.tied(weights) + nested_tied

@@ -6,14 +6,18 @@ names and shapes, and the same plain configuration attributes. The first is the 
 ``repr`` when it reads as a call with literal arguments (``Conv2d(3, 16, kernel_size=(3, 3))``);
 the second reads each ``__init__`` parameter back from the attribute of the same name (``bias``
 flags from whether the bias parameter exists). A module that neither strategy rebuilds exactly is
-an ``ExportError`` naming it; weights are not part of the expression (they come from the weights
-file).
+an ``ExportError`` naming it (``ConfigurationError``, with the reasons; ``module_writer`` then tries
+restoring it from its class and state); weights are not part of the expression (they come from the
+weights file). Also here: the names and imports of the generated file (``ImportNamer``) and the
+literals it writes (``literal``, ``quoted``).
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 import inspect
+import json
 import math
 import types
 from typing import Any, Callable
@@ -66,7 +70,11 @@ def _rnn_signature(input_size, hidden_size, num_layers=1, nonlinearity="tanh", b
 _SIGNATURES = {nn.RNN: inspect.signature(_rnn_signature)}
 _SKIPPED_PARAMETERS = {"device", "dtype"}
 _META_ABOVE = 1_000_000  # elements of parameters and buffers
-_CONFIG_TYPES = (int, float, str, bool, type(None), tuple, list, torch.dtype)
+_CONFIG_TYPES = (int, float, str, bool, type(None), tuple, list, torch.dtype, torch.qscheme)
+ANNOTATIONS = frozenset({"qconfig"})
+"""Attributes a rebuilt module need not have: torch.ao's quantization annotation (``qconfig``), read
+by its prepare/convert passes, never by ``forward``."""
+_NAMED_CONSTANTS = (torch.dtype, torch.qscheme, torch.memory_format)  # written as ``torch.<name>``
 
 
 class ImportNamer:
@@ -150,30 +158,63 @@ class ImportNamer:
         return module_name, attr
 
 
+    def snapshot(self) -> tuple:
+        """The namer's state, for ``restore`` when a strategy that named things gives up."""
+        return (set(self.reserved), dict(self.lines), list(self.user_names), dict(self.other_modules),
+                dict(self._names))
+
+    def restore(self, saved: tuple) -> None:
+        """Forget the names and imports claimed since ``snapshot``."""
+        reserved, lines, user_names, other_modules, names = saved
+        self.reserved, self.lines, self.user_names = set(reserved), dict(lines), list(user_names)
+        self.other_modules, self._names = dict(other_modules), dict(names)
+
     def _from_user_file(self, attr: str) -> tuple[str, str]:
         if attr not in self.user_names:
             self.user_names.append(attr)
         return self.user_import, attr
 
 
+def quoted(text: str) -> str:
+    """``text`` as a Python string literal, checked to read back as ``text`` (names never splice into code)."""
+    if not isinstance(text, str):
+        raise ExportError(f"internal: {text!r} is not a string")
+    literal_text = json.dumps(text)  # double quotes, every quote, backslash and control character escaped
+    if ast.literal_eval(literal_text) != text:
+        raise ExportError(f"internal: cannot write {literal_text} as a string literal")
+    return literal_text
+
+
 def literal(value: Any) -> str:
-    """Python source for a constructor argument value; ``ExportError``-free callers check with ``is_literal``."""
-    if isinstance(value, float):
+    """Python source that reads back as ``value``, of the same type (plain numbers, strings, tuples,
+    lists and dicts of those, dtypes, qschemes, memory formats, devices, sizes); ``TypeError`` for
+    anything else (callers check with ``is_literal``)."""
+    kind = type(value)
+    if kind is float:
         if math.isnan(value):
             return 'float("nan")'
         if math.isinf(value):
             return 'float("inf")' if value > 0 else 'float("-inf")'
         return repr(value)
-    if isinstance(value, (bool, int, str, type(None))):
+    if kind in (bool, int, str, type(None)):
         return repr(value)
-    if isinstance(value, torch.dtype):
-        return str(value)
-    if isinstance(value, tuple):
+    if kind in _NAMED_CONSTANTS:
+        text = str(value)  # torch.float32, torch.per_tensor_affine, torch.channels_last
+        if not text.startswith("torch.") or getattr(torch, text[len("torch."):], None) != value:
+            raise TypeError(kind.__name__)
+        return text
+    if kind is torch.device:
+        return f"torch.device({literal(str(value))})"
+    if kind is torch.Size:
+        return f"torch.Size({literal(list(value))})"
+    if kind is tuple:
         inner = ", ".join(literal(v) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
-    if isinstance(value, list):
+    if kind is list:
         return "[" + ", ".join(literal(v) for v in value) + "]"
-    raise TypeError(type(value).__name__)
+    if kind is dict:
+        return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
+    raise TypeError(kind.__name__)
 
 
 def is_literal(value: Any) -> bool:
@@ -190,10 +231,31 @@ def constructor_expression(module: nn.Module, path: str, namer: ImportNamer) -> 
     ``nn.Conv2d(3, 16, kernel_size=(3, 3), padding=(1, 1), bias=False)``; ``ExportError`` if no
     strategy rebuilds it exactly.
     """
+    return constructor_call(module, path, namer)[0]
+
+
+class ConfigurationError(ExportError):
+    """No configuration rebuilds a module (``constructor_call``); ``reasons`` says why, clause by clause."""
+
+    def __init__(self, message: str, reasons: list[str]):
+        super().__init__(message)
+        self.reasons = reasons
+
+
+def constructor_call(module: nn.Module, path: str, namer: ImportNamer) -> tuple[str, Callable[[], nn.Module]]:
+    """``constructor_expression`` and a function that makes the same call in this process (a fresh
+    module with initial weights, for proving a rebuild that contains this one); ``ConfigurationError``."""
     cls = type(module)
     if cls is nn.Sequential and all(name == str(i) for i, name in enumerate(fx_compat.module_children(module))):
-        parts = [constructor_expression(child, f"{path}.{name}", namer) for name, child in module.named_children()]
-        return f"{namer.name_for(nn.Sequential)}({', '.join(parts)})"
+        calls = []
+        for name, child in module.named_children():
+            try:
+                calls.append(constructor_call(child, f"{path}.{name}", namer))
+            except ConfigurationError as exc:
+                raise ConfigurationError(str(exc), [f"submodule '{name}': {r}" for r in exc.reasons]) from None
+        builders = [build for _, build in calls]
+        expr = f"{namer.name_for(nn.Sequential)}({', '.join(text for text, _ in calls)})"
+        return expr, lambda: nn.Sequential(*(build() for build in builders))
     reasons = []
     for strategy in (_args_from_repr, _args_from_signature):
         try:
@@ -208,14 +270,30 @@ def constructor_expression(module: nn.Module, path: str, namer: ImportNamer) -> 
                 args, kwargs = short
             name = namer.name_for(cls)
             parts = [literal(a) for a in args] + [f"{k}={literal(v)}" for k, v in kwargs.items()]
-            return f"{name}({', '.join(parts)})"
+            return f"{name}({', '.join(parts)})", lambda: cls(*copy.deepcopy(args), **copy.deepcopy(kwargs))
         reasons.append(problem)
-    raise ExportError(
+    reasons = list(dict.fromkeys(reasons))
+    raise ConfigurationError(
         f"cannot rebuild submodule '{path}' ({cls.__module__}.{cls.__qualname__}) from its configuration: "
-        + "; ".join(dict.fromkeys(reasons))
+        + "; ".join(reasons)
         + ". Trace through it instead of keeping it as a leaf module, or store each __init__ argument "
-        "as an attribute of the same name."
+        "as an attribute of the same name.", reasons
     )
+
+
+def state_shapes(module: nn.Module, dtypes: bool = False) -> dict[str, Any]:
+    """Each ``state_dict`` entry's shape (a tensor's, with its dtype if ``dtypes``) or type and value
+    (a dtype, a qscheme, a tuple of tensors that quantized modules save), for comparing two modules'
+    state layouts. (The weights file sets dtypes: a rebuild by configuration need not match them.)"""
+    def layout(value: Any) -> Any:
+        """One entry's layout: a tensor's shape (and dtype), else its type and value."""
+        if isinstance(value, torch.Tensor):
+            return (tuple(value.shape), value.dtype) if dtypes else tuple(value.shape)
+        if isinstance(value, (tuple, list)):
+            return type(value).__name__, tuple(layout(v) for v in value)
+        return type(value).__name__, repr(value)
+
+    return {k: layout(v) for k, v in module.state_dict().items()}
 
 
 def _shorter(cls: type, args: list, kwargs: dict) -> tuple[list, dict] | None:
@@ -320,7 +398,7 @@ def _config(module: nn.Module) -> dict[str, Any]:
     out = {}
     for prefix, m in module.named_modules():
         for k, v in vars(m).items():
-            if k.startswith("_") or k == "training" or not isinstance(v, _CONFIG_TYPES):
+            if k.startswith("_") or k == "training" or k in ANNOTATIONS or not isinstance(v, _CONFIG_TYPES):
                 continue
             out[f"{prefix}.{k}"] = v
     return out
@@ -332,8 +410,7 @@ _compare_cache: dict[tuple, str | None] = {}
 def _compare(module: nn.Module, cls: type, args: list, kwargs: dict) -> str | None:
     """None if ``cls(*args, **kwargs)`` has the same structure and configuration as ``module``
     (remembered for modules alike in class, repr, shapes and configuration, e.g. repeated blocks)."""
-    shapes = tuple((k, tuple(v.shape)) for k, v in module.state_dict().items())
-    key = (cls, repr(module), repr(args), repr(kwargs), shapes, repr(sorted(_config(module).items())))
+    key = (cls, repr(module), repr(args), repr(kwargs), repr(state_shapes(module)), repr(sorted(_config(module).items())))
     if key not in _compare_cache:
         if len(_compare_cache) > 4096:
             _compare_cache.clear()
@@ -355,9 +432,7 @@ def _compare_built(module: nn.Module, cls: type, args: list, kwargs: dict) -> st
         return "its constructor returns another class"
     if repr(candidate) != repr(module):
         return f"rebuilt as `{repr(candidate)[:80]}`, not `{repr(module)[:80]}`"
-    shapes = {k: tuple(v.shape) for k, v in module.state_dict().items()}
-    rebuilt = {k: tuple(v.shape) for k, v in candidate.state_dict().items()}
-    if shapes != rebuilt:
+    if state_shapes(module) != state_shapes(candidate):
         return "the rebuilt module has other parameters or buffers"
     config, rebuilt_config = _config(module), _config(candidate)
     differing = [k for k in config if not _equal(config[k], rebuilt_config.get(k, object()))]

@@ -303,7 +303,8 @@ def _write_error(out_path: Path, exc: OSError) -> ExportTargetError:
 
 def _check_target(out_path: Path, loaded: LoadedModel, script_path) -> None:
     if out_path.suffix != ".py" or not out_path.stem:
-        raise ExportTargetError(f"{out_path}: the export target must be a .py file (e.g. model_edited.py).")
+        raise ExportTargetError(f"{out_path}: the export target must be a .py file (e.g. model_edited.py), "
+                                "or a .pt2 file for torch.export's format.")
     stem = out_path.stem
     if not stem.isidentifier() or keyword.iskeyword(stem):
         raise ExportTargetError(

@@ -1,4 +1,5 @@
-"""Nested graphs of higher-order ops, written as classes of their own in the exported file.
+"""Nested graphs, written as classes of their own in the exported file: those of higher-order ops,
+and submodules that are themselves traced ``GraphModule``s (``split_module``'s ``submod_0``...).
 
 ``torch.export`` keeps a region under ``torch.no_grad()`` / ``torch.autocast`` (and the branches of
 ``torch.cond``, the body of ``torch.map``) as a higher-order op, e.g.
@@ -6,7 +7,8 @@
 ``GraphModule`` attribute read by a ``get_attr`` node. Each such graph becomes one generated
 ``nn.Module`` class (recursively: its own nested graphs become classes too), created in the parent's
 ``__init__`` under the same attribute name; its weights, if any, go in the one weights file under
-that prefix. FX prints the op itself as ``torch.ops.higher_order.<name>``, which resolves after a
+that prefix. A called ``GraphModule`` becomes such a class the same way, made where the parent
+calls it. FX prints the op itself as ``torch.ops.higher_order.<name>``, which resolves after a
 plain ``import torch``. Names go through the same checks as the top graph's (identifier paths,
 string literals by ``codegen.quoted``).
 """
@@ -23,7 +25,10 @@ from fxstudio.core import fx_compat
 from fxstudio.core.code_names import check_identifier
 from fxstudio.core.errors import ExportError
 from fxstudio.core.export import codegen
+from fxstudio.core.export.codegen import comment_text
+from fxstudio.core.export.init_body import InitBody, init_body
 from fxstudio.core.export.modules import ImportNamer
+from fxstudio.core.export.op_imports import add_registration_imports
 
 
 def _class_stem(path: str) -> str:
@@ -54,16 +59,21 @@ class SubgraphWriter:
         self.module_level: list[str] = []
         self.wrapped: list[str] = []
         self.needs_attach = False
+        self.needs_restore = False
 
-    def class_for(self, sub: torch.fx.GraphModule, path: str) -> tuple[str, dict[str, torch.Tensor], list[tuple[str, str]]]:
-        """Generate the class for the nested graph ``sub`` held at ``path`` of its parent: its name,
-        its weights (keys prefixed with ``path.``) and tied weights as (name, same_as), prefixed too."""
+    def class_for(self, sub: torch.fx.GraphModule, path: str, *, called: bool = False,
+                  where: str | None = None) -> tuple[str, InitBody]:
+        """Generate the class for the nested graph ``sub`` held at ``path`` of its parent (``called``:
+        the parent's graph calls it as a submodule, else a higher-order op reads it; ``where``: its
+        full path, for messages): the class name and its ``__init__`` body, paths relative to it."""
+        where = where or path
         classes: dict = {}
         graph = codegen.plain_graph(sub, classes)
         if classes:
-            raise ExportError(f"cannot export the nested graph '{path}': its output is not a tuple of tensors.")
+            raise ExportError(f"cannot export the nested graph '{where}': its output is not a tuple of tensors.")
         codegen.check_graph_names(graph)  # before torch.fx writes any of them into code
         check_higher_order_ops(graph)
+        add_registration_imports([graph], self.namer)
         code = graph.python_code(root_module="self")
         forward = codegen._clean_forward(code.src)
         local_names = {n.name for n in graph.nodes} | {"self"}
@@ -85,7 +95,7 @@ class SubgraphWriter:
             if got != name:
                 if got in local_names:
                     raise ExportError(
-                        f"cannot export the nested graph '{path}': the name {got} it needs for "
+                        f"cannot export the nested graph '{where}': the name {got} it needs for "
                         f"{getattr(obj, '__name__', name)} is also one of its node names; rename that node."
                     )
                 renames[name] = got
@@ -95,17 +105,18 @@ class SubgraphWriter:
         forward = codegen._tidy_keywords(codegen._rename_tokens(forward, renames)).rstrip()
 
         class_name = self.namer.claim(f"{self.owner_class}{_class_stem(path)}")
-        init_lines, weights, needs_attach, tied = codegen._init_body(sub, graph, self.namer, None, self)
-        self.needs_attach = self.needs_attach or needs_attach
+        body = init_body(sub, graph, self.namer, None, self, prefix=f"{where}.")
+        self.needs_attach = self.needs_attach or body.uses("_attach")
+        self.needs_restore = self.needs_restore or body.uses("_restore")
+        role = "that the graph calls as a submodule" if called else "that a higher-order op (torch.ops.higher_order) of the graph calls"
         self.classes.append([
             f"class {class_name}(nn.Module):",
-            f'    """The nested graph `{path}` that a higher-order op (torch.ops.higher_order) of the graph calls."""',
+            f'    """The nested graph `{comment_text(where)}` {role}."""',
             "",
             "    def __init__(self):",
             "        super().__init__()",
-            *(f"        {line}" if line else "" for line in init_lines),
+            *(f"        {line}" if line else "" for line in body.lines),
             "",
             *("    " + line if line else "" for line in forward.splitlines()),
         ])
-        prefixed = {f"{path}.{key}": value for key, value in weights.items()}
-        return class_name, prefixed, [(f"{path}.{a}", f"{path}.{b}") for a, b in tied]
+        return class_name, body

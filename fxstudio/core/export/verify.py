@@ -95,13 +95,20 @@ def reference_outputs(module: torch.nn.Module, inputs: tuple) -> Any:
     torch.manual_seed(SEED)
     try:
         with torch.no_grad():
-            out = copy_to_run(module)(*copied)
+            out = copy_to_run(module, force=_has_observers(module))(*copied)
     except Exception as exc:  # noqa: BLE001 - the user's graph may raise anything
         raise ExportError(
             f"the model itself fails on its example inputs ({type(exc).__name__}: {exc}); "
             "fix the graph before exporting, or export without verification."
         ) from None
     return plain(out)
+
+
+def _has_observers(module: torch.nn.Module) -> bool:
+    """Whether ``module`` holds torch.ao quantization modules with buffers (observers, fake quantizers):
+    they update their statistics in place when run, which ``copy_to_run`` does not foresee."""
+    return any(type(m).__module__.startswith("torch.ao.quantization") and next(m.buffers(recurse=False), None) is not None
+               for m in module.modules())
 
 
 def compare(expected: Any, got: Any, where: str = "output") -> tuple[bool, float]:

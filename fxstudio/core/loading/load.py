@@ -98,9 +98,17 @@ def _load_py(path, name, tracer, input_shapes, **options) -> LoadedModel:
     loaded = _trace(path, "py", module, inputs, tracer or "fx", entry, user_module, notes, **options)
     from fxstudio.core.export import restore_exported_names  # round trip of fxstudio exports
 
-    if restore_exported_names(loaded.graph_module, user_module):
-        loaded.notes.append("node names restored from the fxstudio export (FXSTUDIO_NODE_NAMES)")
+    restored = restore_exported_names(loaded.graph_module, user_module, pair=_pair_items)
+    if restored:
+        loaded.notes.append(restored.note())
     return loaded
+
+
+def _pair_items(*args):
+    """``compare.pair_items`` (names restored by structure), imported only when a file needs it."""
+    from fxstudio.core.compare import pair_items
+
+    return pair_items(*args)
 
 
 def _load_pickle(path, tracer, input_shapes, trust, **options) -> LoadedModel:

@@ -34,6 +34,7 @@ from fxstudio.core.budgets import BudgetExceeded, DataBudget
 from fxstudio.core.code_names import is_attribute_path, shown
 from fxstudio.core import trust
 from fxstudio.core.errors import LoadError
+from fxstudio.core.op_namespaces import ensure_registered, namespace_of
 from fxstudio.core.loading import pt2_limits
 
 TRUST_HINT = "if you trust the file, open it with --trust"
@@ -154,6 +155,7 @@ class _SafeReader:
         self.on_checked = on_checked  # called with the program's JSON once checked (pt2_structure)
         self.budget = budget if budget is not None else DataBudget(str(path))
         self.record_sizes: dict[str, int] = {}  # declared (unpacked) bytes of each record
+        self.namespaces: set[str] = set()  # operator namespaces the nodes call (torch.ops.<ns>.…)
 
     @property
     def data(self) -> bytes:
@@ -304,6 +306,10 @@ class _SafeReader:
                     raise self.refuse(f"node target {shown(item)} is not an operator name")
                 elif key == "target" and isinstance(item, str) and not trust.serialized_op_allowed(item):
                     raise self.refuse(f"node target {shown(item)} reads or writes files (refused as data)")
+                elif key == "target" and isinstance(item, str):
+                    namespace = namespace_of(item)
+                    if namespace is not None:
+                        self.namespaces.add(namespace)
                 elif key == "expr_str" and isinstance(item, str):
                     self._check_length(item, "the shape expression")
                     if not _safe_sympy(item):
@@ -442,6 +448,8 @@ class _SafeReader:
             raise LoadError(f"{self.path}: {what} cannot be read ({type(exc).__name__}: {_first_line(exc)}).") from None
 
     def _deserialize(self, model_json: Any, state_dict: dict, constants: dict, sample):
+        for namespace in sorted(self.namespaces):
+            ensure_registered(namespace)  # torch's own modules only (op_namespaces.TORCH_REGISTRARS)
         try:
             return fx_compat.deserialize_program(model_json, state_dict, constants, sample)
         except Exception as exc:  # noqa: BLE001 - a damaged or incompatible program

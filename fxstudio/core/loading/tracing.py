@@ -22,6 +22,7 @@ import torch
 import torch.fx
 from torch import nn
 
+from fxstudio.core import fx_compat
 from fxstudio.core.errors import LoadError
 from fxstudio.core.shape_propagation import STDERR_LOCK
 from fxstudio.core.loading.trace_diagnostics import trace_error
@@ -90,15 +91,30 @@ class StudioTracer(torch.fx.Tracer):
         return not any(filename.startswith(root) for root in _LIBRARY_ROOTS)
 
     def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
-        """Leaf when named by path, class name or dotted class path; else fx's default rule."""
+        """Leaf when named by path, class name or dotted class path, or one of the modules that
+        torch.ao quantization keeps whole (``quantization_leaf``); else fx's default rule."""
         cls = type(m)
         if (
             module_qualified_name in self.leaf_names
             or cls.__name__ in self.leaf_names
             or f"{cls.__module__}.{cls.__qualname__}" in self.leaf_names
+            or quantization_leaf(m)
         ):
             return True
         return super().is_leaf_module(m, module_qualified_name)
+
+
+def quantization_leaf(m: nn.Module) -> bool:
+    """Whether ``m`` is a module torch.ao quantization treats as one call: an observer or fake
+    quantizer (``prepare_fx``, ``prepare_pt2e``) or a fused module (``fuse_fx``: ``ConvReLU2d``...).
+    Tracing through them would fail on their data-dependent statistics code, or split a fused
+    module back into its parts, so a graph exported after such a pass traces back to the same calls."""
+    from torch.ao.quantization import FakeQuantizeBase, ObserverBase  # imported once torch is
+
+    if isinstance(m, (ObserverBase, FakeQuantizeBase)):
+        return True
+    fused = fx_compat.fused_module_class()
+    return isinstance(m, fused) if fused is not None else fx_compat.fused_module_fallback(m)
 
 
 def _check_leaf_names(root: nn.Module, names: Sequence[str]) -> None:

@@ -1,6 +1,8 @@
 """Pass files: listing the passes a file defines without running it, and running it to get one.
 
-``pass_names`` reads the file's top-level definitions with ``ast`` (nothing runs). ``load_pass``
+``pass_names`` reads the file's top-level definitions with ``ast`` and resolves the passes it imports
+(``from X import name``) by locating and reading ``X``'s source (``imported.py``); nothing runs and
+nothing is imported. ``load_pass``
 runs the file (only after the trust check of the caller) in a fresh module namespace and returns
 the named object with the file's sha256; the module is kept per (file, sha256), so replaying a
 script or redoing runs the file once.
@@ -20,22 +22,34 @@ from typing import Any
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.fileio import read_capped
 from fxstudio.core.loading import run_user_code
+from fxstudio.core.passes.imported import PASS_BASES, import_bound, imported_passes, takes_a_module
 
 MAX_PASS_FILE_BYTES = 8 * 2**20
-_PASS_BASES = frozenset({"Transformer", "PassBase"})
+_PASS_BASES = PASS_BASES
 _MODULE_PREFIX = "fxs_pass_"
 _modules: dict[tuple[str, str], types.ModuleType] = {}
 
 
 @dataclass(frozen=True)
 class PassInfo:
-    """One candidate pass of a file: its ``name``, ``kind`` ("function", "transformer", "pass_class"
-    or "assignment": a module-level object, maybe a ``PassBase`` instance, unknowable before running)
-    and the ``line`` it is defined on."""
+    """One candidate pass of a file: its ``name``, ``kind`` ("function", "transformer", "pass_class",
+    "interpreter", "callable_class", "instance", or "assignment": a module-level object, maybe a
+    ``PassBase`` instance, unknowable before running; "unresolved": an imported name that looks like a
+    pass but whose definition could not be read) and the ``line`` it is defined (or imported) on.
+    ``origin``: the module it is imported from ("" for a definition of the file itself)."""
 
     name: str
     kind: str
     line: int
+    origin: str = ""
+
+    @property
+    def where(self) -> str:
+        """``line 3``, ``line 3, imported from X`` or ``line 3, imported from X (not resolved)``."""
+        if not self.origin:
+            return f"line {self.line}"
+        return f"line {self.line}, imported from {self.origin}" + (" (not resolved)" if self.kind == "unresolved"
+                                                                   else "")
 
 
 @dataclass(frozen=True)
@@ -70,19 +84,14 @@ def _base_name(expr: ast.expr) -> str | None:
     return None
 
 
-def _one_argument(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    a = fn.args
-    positional = [*a.posonlyargs, *a.args]
-    required = len(positional) - len(a.defaults)
-    required_kw = sum(1 for d in a.kw_defaults if d is None)
-    return not required_kw and (required == 1 or (required == 0 and (positional or a.vararg)))
-
-
-def pass_names(path: str | Path) -> list[PassInfo]:
+def pass_names(path: str | Path, *, imported: bool = True) -> list[PassInfo]:
     """The passes ``path`` may define, from its top-level definitions, without running it:
-    functions taking one argument, classes subclassing ``Transformer`` or ``PassBase`` (by name, also
-    through a class of the same file), and module-level assignments of a call (a ``PassBase``
-    instance is only known once the file runs). ``EditRefused`` for an unreadable file or bad syntax."""
+    functions taking one argument (or a parameter ``example_inputs``), classes subclassing
+    ``Transformer``, ``PassBase`` or ``Interpreter`` (by name, also through a class of the same file),
+    and module-level assignments of a call (a ``PassBase`` instance is only known once the file runs);
+    then (``imported``) the passes it imports by ``from X import name``, found by reading ``X``'s source
+    without importing it (``imported.py``), each with its ``origin``. ``EditRefused`` for an unreadable
+    file or bad syntax."""
     path = Path(path)
     data = _read(path)
     try:
@@ -95,37 +104,45 @@ def pass_names(path: str | Path) -> list[PassInfo]:
     pass_classes: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if not stmt.name.startswith("_") and isinstance(stmt, ast.FunctionDef) and _one_argument(stmt):
+            if not stmt.name.startswith("_") and isinstance(stmt, ast.FunctionDef) and takes_a_module(stmt.args):
                 found.append(PassInfo(stmt.name, "function", stmt.lineno))
         elif isinstance(stmt, ast.ClassDef):
             bases = {_base_name(b) for b in stmt.bases}
             if bases & (_PASS_BASES | pass_classes):
                 pass_classes.add(stmt.name)
-                kind = "transformer" if _is_transformer(stmt, tree) else "pass_class"
-                if not stmt.name.startswith("_"):
+                kind = _class_kind(stmt, tree)
+                if not stmt.name.startswith("_") and stmt.name not in _PASS_BASES:
                     found.append(PassInfo(stmt.name, kind, stmt.lineno))
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             for target in targets:
                 if isinstance(target, ast.Name) and not target.id.startswith("_"):
                     found.append(PassInfo(target.id, "assignment", stmt.lineno))
+    if not imported:
+        return found
+    rebound = import_bound(tree)  # a name imported after its definition is the import's
+    found = [info for info in found if info.name not in rebound]
+    found += [PassInfo(p.name, p.kind, p.line, p.module) for p in imported_passes(tree, path.parent)]
     return found
 
 
-def _is_transformer(cls: ast.ClassDef, tree: ast.Module) -> bool:
-    """Whether a pass class derives (by name, through classes of the file) from ``Transformer``."""
+def _class_kind(cls: ast.ClassDef, tree: ast.Module) -> str:
+    """"transformer", "pass_class" or "interpreter": what a pass class derives from (by name, through
+    classes of the file); a ``Transformer`` is also an ``Interpreter``, so it is looked for first."""
     classes = {s.name: s for s in tree.body if isinstance(s, ast.ClassDef)}
     seen: set[str] = set()
+    bases: set[str | None] = set()
     stack = [cls]
     while stack:
         c = stack.pop()
         for base in (_base_name(b) for b in c.bases):
-            if base == "Transformer":
-                return True
+            bases.add(base)
             if base in classes and base not in seen:
                 seen.add(base)
                 stack.append(classes[base])
-    return False
+    if "Transformer" in bases:
+        return "transformer"
+    return "pass_class" if "PassBase" in bases else "interpreter"
 
 
 def _module_name(path: Path, sha: str) -> str:

@@ -10,26 +10,32 @@ every clone still bitwise equal to its original is swapped back for it, so only 
 changed stay copies (copy on write, as seen from the document).
 
 Whatever goes wrong (the pass raises, returns something that is not a module, leaves a graph that
-fails ``lint()`` or does not recompile, changes the model's inputs) is an ``EditRefused`` naming the
-pass, the exception and the line of the pass file; the document is never touched.
+fails ``lint()`` or does not recompile, changes the number, order or kind of the model's inputs, or
+gives a result that does not run on the model's example inputs) is an ``EditRefused`` naming the
+pass, the exception and the line of the pass file; the document is never touched. How a pass is
+called (its kinds, ``example_inputs``, keyword arguments) is ``calling``; the result's trial run
+and the shapes it records are ``trial``.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx
-from torch.fx.passes.infra.pass_base import PassBase, PassResult
+from torch.fx.passes.infra.pass_base import PassResult
 
 from fxstudio.core.gc_pause import collections_off
 from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.loading import user_frame
 from fxstudio.core.module_state import CannotCopy, run_copy
+from fxstudio.core.passes.calling import PassInputs, call_pass
+from fxstudio.core.passes.trial import (has_unfolded_constants, placeholder_kinds, record_shapes, restore_input_names,
+                                        trial_run)
 
 
 @dataclass
@@ -116,17 +122,6 @@ def reshare(module: torch.nn.Module, clones: dict[int, tuple[torch.Tensor, torch
                     values[k] = original(t)
 
 
-def _call(obj: Any, work: torch.fx.GraphModule, label: str) -> Any:
-    if isinstance(obj, type) and issubclass(obj, torch.fx.Transformer):
-        return obj(work).transform()
-    if isinstance(obj, type) and issubclass(obj, PassBase):
-        obj = obj()
-    if isinstance(obj, type) or not callable(obj):
-        raise EditRefused(f"{label} is a {type(obj).__name__}, not a pass: a pass is a function f(gm), "
-                          "a torch.fx.Transformer subclass or a PassBase subclass or instance.")
-    return obj(work)
-
-
 def _where(exc: BaseException, path: Path | None) -> str:
     if path is None:
         return ""
@@ -139,23 +134,46 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else ""
 
 
+@dataclass
+class PassRun:
+    """A pass's checked result: the module, the per-node analysis an Interpreter pass computed
+    (attribute name -> {node of ``module``'s graph: value}), notes for the edit's label (the
+    result's trial run skipped, constants folded, inputs renamed) and whether the pass worked on the
+    graph it was given (``in_place``: its node metadata may then be compared with the document's)."""
+
+    module: torch.fx.GraphModule
+    analysis: dict[str, dict[torch.fx.Node, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    in_place: bool = False  # the result holds the working copy's own graph: its nodes are the ones it was given
+
+
 def run_pass_object(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | None = None,
-                    share_tensors: bool = False) -> torch.fx.GraphModule:
-    """Run the pass ``obj`` (a function ``f(gm) -> GraphModule | PassResult | None``, a
-    ``Transformer`` subclass, a ``PassBase`` subclass or instance) on a working copy of ``gm`` and
-    return the checked, recompiled result; ``gm`` is never changed. ``path``: the pass file, whose
-    line a failure names. No cyclic collection runs meanwhile (``collections_off``; the window's collector
-    keeps it off on worker threads anyway)."""
+                    share_tensors: bool = False, inputs: PassInputs | None = None) -> torch.fx.GraphModule:
+    """``run_pass(...).module``: the checked, recompiled result alone."""
+    return run_pass(obj, gm, label, path, share_tensors, inputs).module
+
+
+def run_pass(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | None = None,
+             share_tensors: bool = False, inputs: PassInputs | None = None) -> PassRun:
+    """Run the pass ``obj`` (a function ``f(gm) -> GraphModule | PassResult | None``, a Transformer,
+    Interpreter or PassBase subclass, a PassBase instance, a class of callable passes: see
+    ``calling``) on a working copy of ``gm`` and return the checked, recompiled result; ``gm`` is
+    never changed. ``path``: the pass file, whose line a failure names. ``inputs``: the model's
+    example inputs and the edit's keyword arguments; with example inputs the result must run on
+    them once (``trial``), which also records the shapes it measured; None: no run (an API caller).
+    No cyclic collection runs meanwhile (``collections_off``; the window's collector keeps it off
+    on worker threads anyway)."""
     with collections_off():
-        return _run_checked(obj, gm, label, path, share_tensors)
+        return _run_checked(obj, gm, label, path, share_tensors, inputs)
 
 
 def _run_checked(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | None,
-                 share_tensors: bool) -> torch.fx.GraphModule:
+                 share_tensors: bool, inputs: PassInputs | None) -> PassRun:
     working = working_copy(gm, share_tensors)
     work = working.module
+    given = work.graph
     try:
-        out = _call(obj, work, label)
+        called = call_pass(obj, work, label, inputs or PassInputs())
     except KeyboardInterrupt:
         raise
     except EditRefused as exc:
@@ -165,6 +183,7 @@ def _run_checked(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | No
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything, even SystemExit
         raise EditRefused(f"The pass {label} raised {type(exc).__name__}{_where(exc, path)}: {_first_line(exc)}; "
                           "nothing was changed.") from None
+    out = called.out
     if isinstance(out, PassResult):
         out = out.graph_module
     if out is None:
@@ -177,16 +196,69 @@ def _run_checked(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | No
     except Exception as exc:  # noqa: BLE001 - a broken graph
         raise EditRefused(f"The pass {label} left a graph that fails lint(): {_first_line(exc)}; "
                           "nothing was changed.") from None
+    run = PassRun(out, called.analysis if out is work else {}, in_place=out.graph is given)
+    _check_inputs(gm, out, label, run.notes)
     try:
         fx_compat.compile_now(out)  # the one compile (a working copy defers the pass's own recompile())
     except Exception as exc:  # noqa: BLE001 - code that does not compile
         raise EditRefused(f"The pass {label} left a graph whose code does not compile ({type(exc).__name__}: "
                           f"{_first_line(exc)}); nothing was changed.") from None
+    example = inputs.example_inputs if inputs is not None else None
+    metas = _trial(out, label, example, run.notes) if inputs is not None else None
+    record_shapes(out, metas)
+    reshare(out, working.clones)
+    return run
+
+
+def _check_inputs(gm: torch.fx.GraphModule, out: torch.fx.GraphModule, label: str, notes: list[str]) -> None:
+    """Refuse a result whose inputs differ in count, order or kind (the example inputs would no
+    longer fit); inputs only renamed (``make_fx`` calls them ``arg0_1``…) get their names back
+    where no other node holds them, else keep the new ones (noted)."""
     before = [n.target for n in gm.graph.nodes if n.op == "placeholder"]
     after = [n.target for n in out.graph.nodes if n.op == "placeholder"]
-    if before != after:
+    if before == after:
+        return
+    if placeholder_kinds(gm.graph) != placeholder_kinds(out.graph):
         raise EditRefused(f"The pass {label} changed the model's inputs ({', '.join(map(str, before)) or 'none'} → "
                           f"{', '.join(map(str, after)) or 'none'}): the example inputs would no longer fit; "
                           "nothing was changed.")
-    reshare(out, working.clones)
-    return out
+    if not restore_input_names(gm.graph, out.graph):
+        notes.append(f"inputs renamed {', '.join(map(str, before))} → {', '.join(map(str, after))}")
+
+
+def _trial(out: torch.fx.GraphModule, label: str, example: tuple | None, notes: list[str]) -> dict | None:
+    """The trial run of a result (``trial.trial_run``): its node metadata, or None without example
+    inputs (noted). A ``FoldedGraphModule`` whose folding has not run gets it (its own ``__call__``
+    would, and the edited module will not have that ``__call__``). ``EditRefused`` when it does not run."""
+    if example is None:
+        if has_unfolded_constants(out):
+            _fold(out, label, notes)
+        notes.append("not run: the model has no example inputs")
+        return None
+    try:
+        return trial_run(out, example)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - whatever the result raises, it is not installed
+        failure = exc
+    if has_unfolded_constants(out):
+        _fold(out, label, notes)
+        try:
+            return trial_run(out, example)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            failure = exc
+    raise EditRefused(f"The pass {label}'s result does not run on the example inputs ({type(failure).__name__}: "
+                      f"{_first_line(failure)}); nothing was changed.")
+
+
+def _fold(out: torch.nn.Module, label: str, notes: list[str]) -> None:
+    try:
+        out.run_folding()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        raise EditRefused(f"The pass {label}'s result could not fold its constants ({type(exc).__name__}: "
+                          f"{_first_line(exc)}); nothing was changed.") from None
+    notes.append("constants folded")

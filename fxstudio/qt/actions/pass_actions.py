@@ -232,8 +232,9 @@ class PassActions(QObject):
         """Edit ▸ Run Pass…"""
         return self._open_pass_dialog(RunPassDialog, self.run)
 
-    def run(self, file: Path | None, name: str) -> str | None:
-        """Run the pass ``name`` of ``file`` (None: a built-in) as one edit; the refusal reason or None."""
+    def run(self, file: Path | None, name: str, kwargs: dict[str, str] | None = None) -> str | None:
+        """Run the pass ``name`` of ``file`` (None: a built-in) as one edit, with keyword arguments
+        (``{name: value text}``, the edit's ``kwargs``); the refusal reason or None."""
         if file is None:
             edit = {"op": "run_pass", "name": name}
         else:
@@ -245,6 +246,8 @@ class PassActions(QObject):
             except FxStudioError as exc:
                 return str(exc)
             edit = {"op": "run_pass", "file": str(file), "name": name, "sha256": sha}
+        if kwargs:
+            edit["kwargs"] = dict(kwargs)
         result, message = self._apply([edit])
         if result is not None:
             self.status.emit(result.label)

@@ -1,6 +1,6 @@
 """Read-only facts about a node for the panel and the dialogs (Qt-free): whether a target text
-resolves, its submodule's repr, and the nodes that may legally feed it (with their shape text, from
-``fxstudio.core.node_text``)."""
+resolves, its submodule's repr, the nodes that may legally feed it (with their shape text, from
+``fxstudio.core.node_text``), and what analysis passes computed for it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import torch.fx
 
 from fxstudio.core.errors import FxStudioError
 from fxstudio.core.node_text import shape_text
+from fxstudio.core.passes import ANALYSIS_KEY
 from fxstudio.core.targets import parse_target
 
 REPR_LINE_LIMIT = 30
@@ -84,3 +85,23 @@ def feeder_candidates(doc, node: torch.fx.Node) -> list[tuple[str, str]]:
         (n.name, shape_text(n)) for n in doc.edited.graph.nodes
         if n.op != "output" and n not in banned
     ]
+
+
+ANALYSIS_LINE_LIMIT = 20
+
+
+def analysis_sections(node: torch.fx.Node) -> list[tuple[str, str]]:
+    """``(pass label, text)`` of each analysis pass run on ``node`` (``run_pass`` of ShapeProp, a
+    profiling Interpreter…), oldest first; ``text`` is one ``key: summary`` line per value it computed."""
+    analyses = node.meta.get(ANALYSIS_KEY)
+    if not isinstance(analyses, dict):
+        return []
+    sections = []
+    for label, values in analyses.items():
+        if not isinstance(values, dict) or not values:
+            continue
+        lines = [f"{key}: {text}" for key, text in list(values.items())[:ANALYSIS_LINE_LIMIT]]
+        if len(values) > ANALYSIS_LINE_LIMIT:
+            lines.append(f"… ({len(values) - ANALYSIS_LINE_LIMIT} more)")
+        sections.append((str(label), "\n".join(lines)))
+    return sections

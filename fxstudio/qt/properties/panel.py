@@ -23,7 +23,7 @@ from fxstudio.core.target_catalog import targets_for
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.properties.arg_editor import AddKeywordRow, ArgumentRows, WindowShortcuts
 from fxstudio.qt.properties.node_info import (
-    feeder_names, module_repr, validate_target,
+    analysis_sections, feeder_names, module_repr, validate_target,
 )
 from fxstudio.qt.properties.signature import parameter_view
 from fxstudio.qt.properties.style import NodeLink, PANEL_QSS, key_label, op_badge, section_label
@@ -213,6 +213,18 @@ class PropertiesPanel(QWidget):
             label.setTextInteractionFlags(Qt.TextSelectableByMouse)
             label.setWordWrap(True)
             layout.addWidget(label)
+        analyses = analysis_sections(node)   # what analysis passes computed (run_pass)
+        if analyses:
+            layout.addWidget(section_label("Analysis"))
+        for label, text in analyses:
+            name = QLabel(label)
+            name.setObjectName("fxsNote")
+            layout.addWidget(name)
+            info = QLabel(text)
+            info.setObjectName("fxsAnalysis")
+            info.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            info.setWordWrap(True)
+            layout.addWidget(info)
         source = doc.source_of(node)
         if source:
             layout.addWidget(section_label("Source"))

@@ -191,7 +191,7 @@ def test_a_pass_prepared_ahead_installs_its_result_and_goes_stale_after_an_edit(
     def not_again(*_a, **_k):
         raise AssertionError("the prepared pass ran again")
 
-    monkeypatch.setattr(whole_graph, "run_pass_object", not_again)
+    monkeypatch.setattr(whole_graph, "run_pass", not_again)
     result = doc.apply_edit(FUSE, prepared=box["p"])
     assert result.removed and "fuse_conv_bn" in result.label
     assert torch.allclose(out(doc.module(), x), out(doc.original, x), atol=1e-5)
