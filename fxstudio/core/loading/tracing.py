@@ -104,6 +104,11 @@ class StudioTracer(torch.fx.Tracer):
         return super().is_leaf_module(m, module_qualified_name)
 
 
+_TORCHAO_LEAVES = (("torchao.quantization.pt2e.observer", "ObserverBase"),
+                   ("torchao.quantization.pt2e.fake_quantize", "FakeQuantizeBase"))
+"""torchao's observer and fake-quantize bases (never imported here: only looked up once loaded)."""
+
+
 def quantization_leaf(m: nn.Module) -> bool:
     """Whether ``m`` is a module torch.ao quantization treats as one call: an observer or fake
     quantizer (``prepare_fx``, ``prepare_pt2e``) or a fused module (``fuse_fx``: ``ConvReLU2d``...).
@@ -113,6 +118,10 @@ def quantization_leaf(m: nn.Module) -> bool:
 
     if isinstance(m, (ObserverBase, FakeQuantizeBase)):
         return True
+    for module_name, class_name in _TORCHAO_LEAVES:  # torchao's own (PT2E) observers, if torchao is loaded
+        cls = getattr(sys.modules.get(module_name), class_name, None)
+        if isinstance(cls, type) and isinstance(m, cls):
+            return True
     fused = fx_compat.fused_module_class()
     return isinstance(m, fused) if fused is not None else fx_compat.fused_module_fallback(m)
 

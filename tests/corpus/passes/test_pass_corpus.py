@@ -116,6 +116,14 @@ def test_pass_corpus(case, stage, shared_dir):
             assert "analysis" in printed, printed
     elif stage == "rerun_py":
         assert _rerun(results, "exported.py")["max_abs_error"] <= 1e-5
+    elif stage in ("pt2", "rerun_pt2") and not results["reference"].get("torch_export_ok", True):
+        # plain torch.export cannot take this result either (e.g. observers branch on their data):
+        # fxstudio says so in one line and writes nothing
+        refused = results["pt2"]
+        assert refused["rc"] == 1 and "Traceback" not in refused["stderr"], refused["stderr"]
+        last = refused["stderr"].strip().splitlines()[-1]
+        assert last.startswith("fxstudio: torch.export cannot export the edited module"), last
+        assert not (work / "exported.pt2").exists()
     elif stage == "pt2":
         printed = _step(results, "pt2")["stdout"]
         assert "verified" in printed, printed
@@ -129,4 +137,6 @@ def test_pass_corpus(case, stage, shared_dir):
         assert report["outputs"] and all(o["allclose"] for o in report["outputs"]), report["outputs"]
         divergence = report.get("first_divergence") or report.get("divergence")
         assert not divergence, f"false divergence: {divergence}"
-        assert re.search(r"structure|name", json.dumps(report.get("notes", []))), report.get("notes")
+        assert re.search(r"matched by structure", json.dumps(report.get("notes", []))), report.get("notes")
+        paired = [n for n in report["nodes"] if n.get("counterpart")]
+        assert len(paired) >= 3, "nothing was compared node by node"
