@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", default="1600x1000", metavar="WxH", help="window size for --screenshot (default 1600x1000)")
     parser.add_argument("--select", metavar="NODE", help="select this node after opening (useful with --screenshot)")
     parser.add_argument("--replay", metavar="EDITS.json", help="apply an edit script after opening, edit by edit, as if typed")
+    parser.add_argument("--trust-passes", action="store_true",
+                        help="with --replay: run the pass files the script names without asking (they run code)")
     from fxstudio.cli_commands.model_args import add_loading_arguments
 
     # The same loading options as the subcommands: --tracer, --input-shape, --trust, --concrete-arg,

@@ -57,9 +57,16 @@ def settle(app: QApplication, seconds: float = 0.3) -> None:
 def _read_edits(path: str | None) -> list[dict] | None:
     if not path:
         return None
+    import os
+
     from fxstudio.core.edits import load_script
 
-    return load_script(path)["edits"]
+    edits = load_script(path)["edits"]
+    folder = os.path.dirname(os.path.abspath(path))
+    for edit in edits:  # a pass file named relative to the script, as `fxstudio apply` reads it
+        if isinstance(edit, dict) and isinstance(edit.get("file"), str) and not os.path.isabs(edit["file"]):
+            edit["file"] = os.path.join(folder, edit["file"])
+    return edits
 
 
 def launch(args, options: dict, size: tuple[int, int]) -> int:
@@ -69,7 +76,7 @@ def launch(args, options: dict, size: tuple[int, int]) -> int:
     edits = _read_edits(args.replay)
     if args.screenshot:
         return _screenshot(app, spec, options, edits, args, size)
-    window = start_window(spec, options, edits, args.select)
+    window = start_window(spec, options, edits, args.select, trust_passes=bool(getattr(args, "trust_passes", False)))
     if getattr(args, "test_geometry", None):
         from fxstudio.qt.test_geometry import install
 
@@ -77,7 +84,8 @@ def launch(args, options: dict, size: tuple[int, int]) -> int:
     return int(app.exec())
 
 
-def start_window(spec: str, options: dict, edits: list[dict] | None = None, select: str | None = None):
+def start_window(spec: str, options: dict, edits: list[dict] | None = None, select: str | None = None,
+                 trust_passes: bool = False):
     """Show the main window and, once the event loop runs: offer a recovery, open ``spec``, then
     apply ``edits`` and select ``select``. Returns the window (``launch`` then runs the loop)."""
     from fxstudio.qt.main_window import MainWindow
@@ -94,7 +102,8 @@ def start_window(spec: str, options: dict, edits: list[dict] | None = None, sele
             return
         window.open_path(spec, origin="argument", options=options)
         QTimer.singleShot(0, lambda: mark("progress_shown"))
-        _once(window.open_flow.opened, lambda _doc: _after_open(window, spec, edits, select, entry, same_model))
+        _once(window.open_flow.opened, lambda _doc: _after_open(window, spec, edits, select, entry, same_model,
+                                                                          trust_passes))
 
     QTimer.singleShot(0, start)
     return window
@@ -108,18 +117,26 @@ def _once(signal, slot) -> None:
     signal.connect(run)
 
 
-def _after_open(window, spec, edits, select, entry, same_model) -> None:
+def _after_open(window, spec, edits, select, entry, same_model, trust_passes: bool = False) -> None:
     """After the model named on the command line opened: --replay, --select, other recoveries."""
     from fxstudio.qt.recovery import offer_recovery
 
     if window.spec is None or not _same(window.spec, spec):
         return  # that load failed and the user opened something else: the options were for it
     if edits:
+        _trust_script_passes(window, edits, trust_passes)
         window.apply_edits(edits, source="--replay")
     if select:
         _select(window, select)
     if entry is not None and not same_model:
         QTimer.singleShot(0, lambda: offer_recovery(window, None))
+
+
+def _trust_script_passes(window, edits: list[dict], trust: bool) -> None:
+    """With ``--trust-passes``: the pass files the replayed script names are trusted by this window
+    (as if the user had said Yes to each), so ``run_pass`` / ``replace_pattern`` edits replay."""
+    if trust:
+        window.passes.trust_files([e["file"] for e in edits if isinstance(e, dict) and isinstance(e.get("file"), str)])
 
 
 def _same(a: str, b: str) -> bool:
@@ -178,6 +195,8 @@ def _render(app, window, spec: str, options: dict, edits, args, size: tuple[int,
     settle(app, 0.1)
     _report_journals(window, spec)
     window.open_path(spec, origin="argument", options=options, sync=True)
+    if edits:
+        _trust_script_passes(window, edits, bool(getattr(args, "trust_passes", False)))
     if edits and not window.apply_edits(edits, source="--replay"):
         messages = [m for m in window.problems.messages() if m[0] == "error"]
         raise EditRefused(messages[0][2] if messages else "an edit of --replay was refused")

@@ -205,6 +205,14 @@ class PassActions(QObject):
             self.dialog = None
         dialog.deleteLater()
 
+    def trust_files(self, paths: list[str]) -> None:
+        """Trust ``paths`` in this window without asking (``fxstudio MODEL --replay S.json --trust-passes``)."""
+        self.trusted.update(str(Path(p).resolve()) for p in paths)
+        doc = self._doc_provider()
+        if doc is not None:
+            trusted = self.trusted
+            doc.set_pass_trust(PassTrust(trusted=lambda p: str(Path(p).resolve()) in trusted))
+
     def _trust_file(self, path: Path) -> bool:
         """Put ``path`` first in the recent pass files, ask once per file and window whether to trust
         it, and set the document's pass trust to this window's trusted files."""
