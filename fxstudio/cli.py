@@ -89,6 +89,7 @@ def _main(argv: list[str] | None) -> int:
         from fxstudio.core.fx_compat import quiet_fx_call_errors
 
         quiet_fx_call_errors()  # a failing forward is named in one line by fxstudio, not printed by torch.fx
+        _start_threads(args)
         module = importlib.import_module("fxstudio.app") if args.command == "gui" else _subcommand_module(args.command)
         status = int(module.run(args) or 0)
         sys.stdout.flush()  # a closed pipe shows up here, while BrokenPipeError is still caught
@@ -109,6 +110,16 @@ def _main(argv: list[str] | None) -> int:
         raise  # main: one line, exit 130
     except Exception as exc:  # noqa: BLE001 - the last resort: one line, never a traceback
         return _unexpected(exc)
+
+
+def _start_threads(args: argparse.Namespace) -> None:
+    """The thread policy (``fxstudio.core.threads``) for this process: ``--threads`` wins; the window
+    leaves a core to its GUI thread."""
+    from fxstudio.core import threads
+
+    if getattr(args, "threads", None) is not None:
+        threads.set_override(args.threads)
+    threads.start_process(leave_for_gui=args.command == "gui")
 
 
 # What a shell reports for a program stopped by SIGPIPE (128 + 13), as ``yes | head`` does.

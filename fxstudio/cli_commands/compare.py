@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="inputs from a .pt file of tensors (loaded with weights_only=True)")
     parser.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
     parser.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance (default 1e-6)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats after one warm-up (default 5)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed runs of each model after the compared one (default: up to 5 within 0.1 s)")
     parser.add_argument("--no-per-node", dest="per_node", action="store_false",
                         help="compare outputs only, skip the node-by-node run")
     parser.add_argument("--compare-all", action="store_true",
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not (args.rtol >= 0 and args.atol >= 0):  # also refuses nan
         raise RunError("--rtol and --atol must be numbers that are not negative.")
-    if args.repeats < 1:
+    if args.repeats is not None and args.repeats < 1:
         raise RunError("--repeats must be at least 1.")
     if args.seed is not None and not -(2**63) <= args.seed < 2**64:
         raise FxStudioError(f"--seed {args.seed}: a seed is a 64-bit integer.")

@@ -81,6 +81,21 @@ def add_loading_arguments(parser: argparse.ArgumentParser) -> None:
         help="keep calls to this function as one node (like torch.fx.wrap): a name in the model file "
         "or a dotted path; repeatable",
     )
+    parser.add_argument(
+        "--threads", type=parse_threads, default=None, metavar="N",
+        help="torch threads for everything this runs (default: one where the tensors are small, else the "
+        "cores other processes leave free; env FXSTUDIO_THREADS)",
+    )
+
+
+def parse_threads(text: str) -> int:
+    """``--threads N``: a whole number, at least 1; argparse reports bad text."""
+    from fxstudio.core.threads import parse_count
+
+    try:
+        return parse_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_concrete_args(items: list[str]) -> dict:

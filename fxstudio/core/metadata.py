@@ -35,12 +35,14 @@ def annotate(
     user_file: Path | None,
     notes: list[str],
     exported: bool = False,
+    prefer_real: bool = False,
 ) -> None:
-    """Write every ``fxs_*`` key (except ``fxs_id``) and ``tensor_meta`` on the nodes of ``gm``."""
+    """Write every ``fxs_*`` key (except ``fxs_id``) and ``tensor_meta`` on the nodes of ``gm``
+    (``prefer_real``: ``propagate_shapes``'s, for a model whose code the user runs anyway)."""
     if exported and _has_export_values(gm):
         _tensor_meta_from_values(gm)
     else:
-        propagate_shapes(gm, example_inputs, notes)
+        propagate_shapes(gm, example_inputs, notes, prefer_real=prefer_real)
     user_path = str(Path(user_file).resolve()) if user_file else None
     known = _stack_classes(gm.graph)
     for node in gm.graph.nodes:

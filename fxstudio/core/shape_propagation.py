@@ -17,11 +17,27 @@ from fxstudio.core import fx_compat
 from fxstudio.core.module_state import copy_to_run
 
 
-def propagate_shapes(gm: torch.fx.GraphModule, example_inputs: tuple, notes: list[str]) -> str:
+# A model whose weights and inputs together hold at most this many bytes is cheaper to run for real
+# than to set up fake tensors for (importing torch._dynamo alone takes ~1 s): see ``prefer_real``.
+REAL_RUN_MAX_BYTES = 64 * 2**20
+
+
+def propagate_shapes(gm: torch.fx.GraphModule, example_inputs: tuple, notes: list[str], *,
+                     prefer_real: bool = False) -> str:
     """Fill ``tensor_meta`` on every node of ``gm``; returns ``"fake"``, ``"real"`` or ``"none"``.
 
-    A fallback or a failure is explained in ``notes`` (shown to the user).
+    With ``prefer_real`` (a model from a ``.py`` file the user opened: its code runs anyway) and a
+    small model (``REAL_RUN_MAX_BYTES`` of weights and inputs, all on the CPU), a real forward run
+    comes first: a 3,000-node MLP takes 0.12 s that way against 1.8 s for fake tensors. Otherwise,
+    or when that run fails, fake tensors: no real activations are allocated. A fallback or a
+    failure is explained in ``notes`` (shown to the user).
     """
+    if prefer_real and _small_on_cpu(gm, example_inputs):
+        try:
+            _run_real(gm, example_inputs)
+            return "real"
+        except Exception:  # noqa: BLE001 - fake tensors may still get through (a failure is named below)
+            _clear(gm)
     try:
         with _quiet():
             _run_fake(gm, example_inputs)
@@ -30,11 +46,7 @@ def propagate_shapes(gm: torch.fx.GraphModule, example_inputs: tuple, notes: lis
         fake_error = _describe(exc)
     _clear(gm)
     try:
-        with torch.no_grad(), _quiet():
-            # On a copy that owns what the run may write (batch norm statistics in training mode,
-            # in-place ops on buffers): it shares the graph, which receives the metadata, and the
-            # weights; the model as loaded keeps its state.
-            ShapeProp(copy_to_run(gm)).propagate(*example_inputs)
+        _run_real(gm, example_inputs)
         notes.append(
             f"shapes come from a real forward run: fake-tensor propagation failed ({fake_error})"
         )
@@ -46,6 +58,57 @@ def propagate_shapes(gm: torch.fx.GraphModule, example_inputs: tuple, notes: lis
             f"({_describe(exc)}); fake-tensor propagation failed too ({fake_error})"
         )
         return "none"
+
+
+def _run_real(gm: torch.fx.GraphModule, example_inputs: tuple) -> None:
+    """ShapeProp on real tensors, on a copy that owns what the run may write (batch norm statistics
+    in training mode, in-place ops on buffers): it shares the graph, which receives the metadata,
+    and the weights; the model as loaded keeps its state."""
+    with torch.no_grad(), _quiet():
+        RealShapeProp(copy_to_run(gm)).run(*example_inputs)
+
+
+class RealShapeProp(torch.fx.Interpreter):
+    """``ShapeProp`` on real tensors without its fake-mode plumbing, whose first node imports
+    ``torch.fx.experimental.symbolic_shapes`` and sympy (0.5 s); the metadata written is the same
+    (``tensor_meta``, ``type``). An error names its node, as ``ShapeProp``'s does."""
+
+    def run_node(self, n: torch.fx.Node):  # noqa: D102 - torch.fx's hook
+        try:
+            result = super().run_node(n)
+        except Exception as exc:
+            raise RuntimeError(f"ShapeProp error for: node=%{n.name} ") from exc
+        from fxstudio.core.metadata import contiguous_metadata  # metadata imports this module
+
+        found = False
+
+        def meta_of(obj):
+            nonlocal found
+            if isinstance(obj, torch.Tensor):
+                found = True
+                return contiguous_metadata(obj) or fx_compat.extract_tensor_metadata(obj)
+            return obj
+
+        meta = torch.fx.node.map_aggregate(result, meta_of)
+        if found:
+            n.meta["tensor_meta"] = meta
+        n.meta["type"] = type(result)
+        return result
+
+
+def _small_on_cpu(gm: torch.fx.GraphModule, example_inputs: tuple) -> bool:
+    """True when every weight and input is a plain CPU tensor (no subclass: a fake, quantized or
+    wrapper tensor goes the fake way) and they hold at most ``REAL_RUN_MAX_BYTES``."""
+    total = 0
+    tensors = list(gm.parameters()) + list(gm.buffers())
+    tensors += [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    for t in tensors:
+        if type(t) not in (torch.Tensor, torch.nn.Parameter) or t.device.type != "cpu" or t.is_quantized:
+            return False
+        total += t.numel() * t.element_size()
+        if total > REAL_RUN_MAX_BYTES:
+            return False
+    return True
 
 
 def _run_fake(gm: torch.fx.GraphModule, example_inputs: tuple) -> None:

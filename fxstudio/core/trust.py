@@ -391,11 +391,23 @@ def check_call_args(op: str, target: Any, args: tuple, kwargs: dict,
         _check_getattr(args, kwargs)
     if target in (builtins.min, builtins.max) and "key" in kwargs:
         raise refuse(target.__name__, RULE_DENIED, "a key function would call a value of the graph.")
-    if not is_reviewed_stdlib(target):
+    if not is_reviewed_stdlib(target) or _float_operand_bounds(target, args, kwargs):
         return
     values = tuple(value_of(a) if isinstance(a, torch.fx.Node) else a for a in args)
     kw = {k: (value_of(v) if isinstance(v, torch.fx.Node) else v) for k, v in kwargs.items()}
     check_cost(target, values, kw, strict_unknown=True)
+
+
+def _float_operand_bounds(target: Any, args: tuple, kwargs: dict) -> bool:
+    """True for ``x * 1.5``, ``x + 0.5``, ``x ** 2.0``, ``x << 1.0``: a binary ``*``, ``+``, ``**``
+    or ``<<`` with a float (or complex) literal operand, which ``check_cost`` accepts whatever the
+    other operand's value (its result is a float, a tensor or a TypeError; no sequence or int can
+    grow by a float). The operand's value is then not computed: that needs a fake-tensor mode, and
+    making the first costs ~1 s (issue #25). ``%`` is not among them: a node's string value could
+    format a float into a huge string."""
+    if kwargs or len(args) != 2 or target not in _POW | _MUL | _ADD | _SHIFT:
+        return False
+    return any(type(a) in (float, complex) for a in args)
 
 
 def _check_getattr(args: tuple, kwargs: dict) -> None:

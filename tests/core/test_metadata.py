@@ -7,6 +7,7 @@ import torch.fx
 
 from fxstudio.core.loading import load_model
 from fxstudio.core.metadata import normalized_arguments, shape_text
+from fxstudio.core import shape_propagation
 from fxstudio.core.shape_propagation import propagate_shapes
 from fxstudio.resources import EXAMPLES_DIR
 
@@ -79,9 +80,7 @@ def test_shape_text_for_tensors_tuples_and_unknowns(tmp_path):
     assert shape_text(node(loaded, "size")) == ""
 
 
-def test_shapes_come_from_fake_tensors_and_fall_back_to_a_real_run(tmp_path):
-    f = tmp_path / "seen.py"
-    f.write_text(textwrap.dedent("""
+RECORDER = textwrap.dedent("""
         import torch
         import torch.fx
         from torch import nn
@@ -91,6 +90,15 @@ def test_shapes_come_from_fake_tensors_and_fall_back_to_a_real_run(tmp_path):
         def record(x):
             SEEN.append(type(x).__name__)
             return x + 1
+""")
+"""The head of a model file whose ``record`` notes the type of tensor it is given."""
+
+
+def test_shapes_come_from_fake_tensors_and_fall_back_to_a_real_run(tmp_path, monkeypatch):
+    # above the size where a .py model's shapes come from a real run first (see the next test)
+    monkeypatch.setattr(shape_propagation, "REAL_RUN_MAX_BYTES", 0)
+    f = tmp_path / "seen.py"
+    f.write_text(RECORDER + textwrap.dedent("""
 
         def to_python(x):
             return x * float(x.sum())
@@ -120,6 +128,29 @@ def test_shapes_come_from_fake_tensors_and_fall_back_to_a_real_run(tmp_path):
     assert loaded.user_module.SEEN == ["FakeTensor", "Tensor"]
     assert "real forward run" in loaded.notes[0] and "to_python" in loaded.notes[0]
     assert node(loaded, "to_python").meta["fxs_shape"] == (64, 64)
+
+
+def test_a_small_model_files_shapes_come_from_one_real_run(tmp_path):
+    """A small model opened from its .py file runs for real first (its code runs anyway; a fake
+    mode costs ~1 s to set up): no fake tensor reaches its code, and no note is needed."""
+    f = tmp_path / "small.py"
+    f.write_text(RECORDER + textwrap.dedent("""
+
+        torch.fx.wrap("record")
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 4)
+            def forward(self, x):
+                return self.fc(record(x))
+
+        EXAMPLE_INPUTS = (torch.ones(2, 8),)
+    """))
+    loaded = load_model(f)
+    assert loaded.user_module.SEEN == ["Tensor"] and loaded.notes == []
+    assert node(loaded, "fc").meta["fxs_shape"] == (2, 4)
+    assert node(loaded, "fc").meta["tensor_meta"].memory_format == torch.contiguous_format
 
 
 def test_propagation_failure_leaves_no_shapes_and_says_why():

@@ -61,8 +61,9 @@ def test_reopening_frees_the_previous_documents_weights(qtbot, make_window, tmp_
         assert doc.loaded.module.get_parameter("a.weight").shape == (WIDTH, WIDTH)
     del doc
     rss_five = _settled_rss(qtbot)
-    weights_mib = WIDTH * WIDTH * 4 / 2**20  # a leak of each reopen would add 3x this
-    assert rss_five - rss_two < weights_mib, f"RSS {rss_two:.0f} MiB after 2 opens, {rss_five:.0f} after 5"
+    leak_mib = 3 * WIDTH * WIDTH * 4 / 2**20  # what keeping each of the three reopens' weights would add
+    # Half of that: allocator noise (arenas, torch's caches) measured up to ~16 MiB on CI.
+    assert rss_five - rss_two < leak_mib / 2, f"RSS {rss_two:.0f} MiB after 2 opens, {rss_five:.0f} after 5"
 
 
 class Chain(nn.Module):

@@ -28,6 +28,17 @@ reads it on every call, so setting it to False (tests) switches comparisons to t
 
 _kernel: Any = None
 
+LOAD_MIN_ELEMENTS = 1 << 16
+"""Below this many elements a pair is compared by numpy's pass while the kernel is not loaded yet:
+loading it (importing numba, reading its disk cache) takes ~0.5 s, more than a whole comparison
+of a graph of small tensors costs with numpy (``worth``)."""
+
+
+def worth(n: int) -> bool:
+    """Whether to use the kernel for a pair of ``n`` elements: it is available, and loaded already
+    or the pair is large enough to be worth loading it for (``LOAD_MIN_ELEMENTS``)."""
+    return AVAILABLE and (_kernel is not None or n >= LOAD_MIN_ELEMENTS)
+
 
 def _cache_dir() -> str:
     """A writable directory for numba's compiled-kernel cache (the user's cache, else a temp dir)."""

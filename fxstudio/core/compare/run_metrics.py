@@ -144,7 +144,7 @@ def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: boo
     """
     if type(ref) is torch.Tensor and type(new) is torch.Tensor:
         dtype = ref.dtype
-        if dtype is new.dtype and fused_diff.AVAILABLE:
+        if dtype is new.dtype and fused_diff.worth(ref.numel()):
             fast = _fast_scalars(dtype, rtol, atol)
             # The common case in a run, with the fewest checks: two contiguous float32/float64 CPU
             # tensors of one shape, read in one fused pass (what _float_diff does for them). Also
@@ -164,7 +164,7 @@ def node_diff(ref: Any, new: Any, *, rtol: float, atol: float, expect_equal: boo
             # The fused pass tests equality itself, in the same read, and beats torch.equal below
             # 64K elements; above, numpy's equality test is ~2x faster than it (no division), so
             # it goes first unless the first elements already differ.
-            if expect_equal and not (fused_diff.AVAILABLE and ref.is_cpu and work is dtype
+            if expect_equal and not (fused_diff.worth(ref.numel()) and ref.is_cpu and work is dtype
                                      and (ref.numel() < _NODE_NUMPY_EQUAL_MIN or _head_differs(ref, new))):
                 # tensors_equal's test, without its checks (done above) and numpy's wrapper
                 if dtype is torch.bfloat16 or ref.numel() < _NODE_NUMPY_EQUAL_MIN or not ref.is_cpu:
@@ -253,7 +253,7 @@ def _float_diff(ref: torch.Tensor, new: torch.Tensor, work: torch.dtype, *, rtol
         o, e = o.to(work), e.to(work)
     if o.is_neg() or e.is_neg():  # a lazily negated view: its memory holds the other sign
         o, e = o.resolve_neg(), e.resolve_neg()
-    if o.is_cpu and fused_diff.AVAILABLE and rtol >= 0 and atol >= 0:
+    if o.is_cpu and fused_diff.worth(n) and rtol >= 0 and atol >= 0:
         fused = _fused_cpu(o, e, rtol, atol)
         if fused is not None:
             return _from_fused(ref, new, fused, rtol, atol)
@@ -567,14 +567,18 @@ def synchronize(device: torch.device | str) -> None:
 
 
 def median_time_ms(fn: Callable[[], Any], *, device: torch.device | str, repeats: int,
-                   warmup: int = 1, cancel: Callable[[], bool] | None = None) -> float:
-    """Median wall time of ``fn()`` in milliseconds, after ``warmup`` untimed calls."""
+                   warmup: int = 1, cancel: Callable[[], bool] | None = None,
+                   budget_s: float | None = None) -> float:
+    """Median wall time of ``fn()`` in milliseconds over ``repeats`` calls, after ``warmup`` untimed
+    ones; with ``budget_s``, fewer (at least one) once the timed calls have taken that long."""
     for _ in range(max(0, warmup)):
         fn()
     synchronize(device)
     times = []
     for _ in range(max(1, repeats)):
         if cancel is not None and cancel():
+            break
+        if budget_s is not None and times and sum(times) >= budget_s * 1000.0:
             break
         start = time.perf_counter()
         fn()

@@ -25,12 +25,20 @@ from fxstudio.core.compare.divergence import (
 )
 from fxstudio.core.compare.node_pairing import pair_graphs
 from fxstudio.core.errors import RunError
+from fxstudio.core.threads import ThreadChoice, choose as choose_threads, largest_tensor_elements, torch_threads
 from fxstudio.core.module_state import CannotCopy, run_copy, tensors_at, writes_buffers, written_paths
 from fxstudio.core.compare.run_inputs import dtype_name, inputs_for_run, module_for_run, parse_run_dtype
 from fxstudio.core.compare.run_metrics import diff_values, flatten_outputs, median_time_ms, reseed, sample_pair
 
 __all__ = ["available_devices", "compare_models", "CompareReport", "OutputMetrics", "NodeDivergence",
            "NodeFailure", "RunCancelled"]
+
+
+AUTO_REPEATS = 5
+AUTO_BUDGET_S = 0.1
+"""By default each model is timed up to ``AUTO_REPEATS`` times, stopping once its timed runs took
+this long: a 40 ms forward is timed three times, not five (the whole compare stays near the cost
+of the runs it compares; issue #25)."""
 
 
 def available_devices() -> list[str]:
@@ -224,10 +232,10 @@ def _run_once(module: torch.nn.Module, inputs: tuple[Any, ...], seed: int | None
 
 def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edited: torch.fx.GraphModule,
                    inputs: tuple[Any, ...], *, device: str = "cpu", dtype: str | torch.dtype | None = None,
-                   rtol: float = 1e-5, atol: float = 1e-6, repeats: int = 5, per_node: bool = True,
+                   rtol: float = 1e-5, atol: float = 1e-6, repeats: int | None = None, per_node: bool = True,
                    progress: Callable[[float, str], None] | None = None, cancel: Any = None,
                    match: str = "id", seed: int | None = 0, eval_mode: bool = True,
-                   share_unchanged: bool = True) -> CompareReport:
+                   share_unchanged: bool = True, threads: int | None = None) -> CompareReport:
     """Compare ``edited`` with ``original`` (the module as loaded) and ``traced`` on ``inputs``.
 
     ``device`` is one of ``available_devices()``; ``dtype`` (``"float32"``, ``"float16"``,
@@ -243,7 +251,30 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
     equal by construction, reported ``equal`` with ``shared``); without it every node runs twice.
     The three modules are never changed (a document's share their weights): where a run could
     write into a module's state, each phase runs a copy that owns it, starting from the same state.
+    Each model is timed over ``repeats`` runs after the one whose output is compared; None: up
+    to ``AUTO_REPEATS`` within ``AUTO_BUDGET_S`` of timed runs per model (at least one).
+    torch runs on ``threads`` intra-op threads, by default as ``fxstudio.core.threads.choose``
+    sizes them to the graph's largest tensor and the free cores (the report's notes say which).
     """
+    if threads is not None:
+        choice = ThreadChoice(threads, "as set")
+    elif device == "cpu" or str(device).startswith("cpu"):
+        choice = choose_threads(largest_tensor_elements(traced, tuple(inputs)))
+    else:
+        choice = ThreadChoice(1, "the work runs on the device")  # the CPU only queues kernels
+    with torch_threads(choice.count):
+        report = _compare(original, traced, edited, inputs, device=device, dtype=dtype, rtol=rtol, atol=atol,
+                          repeats=repeats, per_node=per_node, progress=progress, cancel=cancel, match=match,
+                          seed=seed, eval_mode=eval_mode, share_unchanged=share_unchanged)
+    report.notes.insert(0, f"ran on {choice.text()}")
+    return report
+
+
+def _compare(original: torch.nn.Module, traced: torch.fx.GraphModule, edited: torch.fx.GraphModule,
+             inputs: tuple[Any, ...], *, device: str, dtype: str | torch.dtype | None, rtol: float, atol: float,
+             repeats: int | None, per_node: bool, progress: Callable[[float, str], None] | None, cancel: Any,
+             match: str, seed: int | None, eval_mode: bool, share_unchanged: bool) -> CompareReport:
+    """``compare_models`` on the thread count it chose."""
     device = check_device(device)
     run_dtype = parse_run_dtype(dtype)
     is_cancelled = _cancelled(cancel)
@@ -299,8 +330,10 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
                                "check the input shapes and dtype.") from None
             report.error = _locate_failure(runners["traced"].get(), runners[label].get(), args, exc, label, match, seed)
             continue
+        # The run above was the warm-up: its output is what the report compares.
         report.timings_ms[label] = median_time_ms(lambda m=mods[label]: _run_once(m, feed(), seed, device),
-                                                  device=device, repeats=repeats, cancel=is_cancelled)
+                                                  device=device, repeats=repeats or AUTO_REPEATS, warmup=0,
+                                                  cancel=is_cancelled, budget_s=None if repeats else AUTO_BUDGET_S)
     if is_cancelled is not None and is_cancelled():
         raise RunCancelled("The run was cancelled.")
     if "original" in outs and "traced" in outs:

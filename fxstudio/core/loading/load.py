@@ -184,7 +184,8 @@ def _trace(path, kind, module, inputs, tracer, entry, user_module, notes, *, con
         )
     # Without example inputs nothing runs: propagation fails at the first placeholder, and its notes
     # ("running the model failed") would mislead; the loader's own note says what to do instead.
-    annotate(gm, inputs, user_file=user_file, notes=notes if known else [], exported=tracer == "export")
+    annotate(gm, inputs, user_file=user_file, notes=notes if known else [], exported=tracer == "export",
+             prefer_real=kind == "py")
     return LoadedModel(
         path=path,
         kind=kind,
