@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
     parser.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance (default 1e-6)")
     parser.add_argument("--repeats", type=int, default=None,
-                        help="timed runs of each model after the compared one (default: up to 5 within 0.1 s)")
+                        help="timed runs of each model after the compared one (default: up to 5 within 0.05 s)")
     parser.add_argument("--no-per-node", dest="per_node", action="store_false",
                         help="compare outputs only, skip the node-by-node run")
     parser.add_argument("--compare-all", action="store_true",

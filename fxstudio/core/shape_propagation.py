@@ -13,7 +13,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import ShapeProp
 
-from fxstudio.core import fx_compat
+from fxstudio.core import fx_compat, threads
 from fxstudio.core.module_state import copy_to_run
 
 
@@ -64,14 +64,17 @@ def _run_real(gm: torch.fx.GraphModule, example_inputs: tuple) -> None:
     """ShapeProp on real tensors, on a copy that owns what the run may write (batch norm statistics
     in training mode, in-place ops on buffers): it shares the graph, which receives the metadata,
     and the weights; the model as loaded keeps its state."""
-    with torch.no_grad(), _quiet():
+    tensors = list(gm.parameters()) + list(gm.buffers()) + [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    # the activations are not known yet: the largest weight or input stands for them
+    count = threads.choose(max((t.numel() for t in tensors), default=None)).count
+    with torch.no_grad(), _quiet(), threads.torch_threads(count):
         RealShapeProp(copy_to_run(gm)).run(*example_inputs)
 
 
 class RealShapeProp(torch.fx.Interpreter):
     """``ShapeProp`` on real tensors without its fake-mode plumbing, whose first node imports
-    ``torch.fx.experimental.symbolic_shapes`` and sympy (0.5 s); the metadata written is the same
-    (``tensor_meta``, ``type``). An error names its node, as ``ShapeProp``'s does."""
+    ``torch.fx.experimental.symbolic_shapes`` and sympy (0.5 s); ``tensor_meta`` is the same (``type``
+    is left to an analysis pass to add). An error names its node, as ``ShapeProp``'s does."""
 
     def run_node(self, n: torch.fx.Node):  # noqa: D102 - torch.fx's hook
         try:
@@ -92,7 +95,6 @@ class RealShapeProp(torch.fx.Interpreter):
         meta = torch.fx.node.map_aggregate(result, meta_of)
         if found:
             n.meta["tensor_meta"] = meta
-        n.meta["type"] = type(result)
         return result
 
 

@@ -171,6 +171,11 @@ def largest_tensor_elements(gm: torch.fx.GraphModule, inputs: tuple = ()) -> int
     return largest
 
 
+def choose_for(gm: torch.fx.GraphModule, inputs: tuple = (), *, leave_for_gui: bool = False) -> ThreadChoice:
+    """``choose`` for a run of ``gm`` on ``inputs`` (its largest tensor by ``largest_tensor_elements``)."""
+    return choose(largest_tensor_elements(gm, inputs), leave_for_gui=leave_for_gui)
+
+
 def _numel(shape) -> int:
     count = 1
     for d in shape:

@@ -25,7 +25,7 @@ from fxstudio.core.compare.divergence import (
 )
 from fxstudio.core.compare.node_pairing import pair_graphs
 from fxstudio.core.errors import RunError
-from fxstudio.core.threads import ThreadChoice, choose as choose_threads, largest_tensor_elements, torch_threads
+from fxstudio.core.threads import ThreadChoice, choose_for, torch_threads
 from fxstudio.core.module_state import CannotCopy, run_copy, tensors_at, writes_buffers, written_paths
 from fxstudio.core.compare.run_inputs import dtype_name, inputs_for_run, module_for_run, parse_run_dtype
 from fxstudio.core.compare.run_metrics import diff_values, flatten_outputs, median_time_ms, reseed, sample_pair
@@ -35,9 +35,9 @@ __all__ = ["available_devices", "compare_models", "CompareReport", "OutputMetric
 
 
 AUTO_REPEATS = 5
-AUTO_BUDGET_S = 0.1
+AUTO_BUDGET_S = 0.05
 """By default each model is timed up to ``AUTO_REPEATS`` times, stopping once its timed runs took
-this long: a 40 ms forward is timed three times, not five (the whole compare stays near the cost
+this long: a 40 ms forward is timed twice, not five (the whole compare stays near the cost
 of the runs it compares; issue #25)."""
 
 
@@ -259,7 +259,7 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
     if threads is not None:
         choice = ThreadChoice(threads, "as set")
     elif device == "cpu" or str(device).startswith("cpu"):
-        choice = choose_threads(largest_tensor_elements(traced, tuple(inputs)))
+        choice = choose_for(traced, tuple(inputs))
     else:
         choice = ThreadChoice(1, "the work runs on the device")  # the CPU only queues kernels
     with torch_threads(choice.count):

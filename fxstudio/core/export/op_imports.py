@@ -23,6 +23,7 @@ from collections.abc import Iterable
 import torch
 import torch.fx
 
+from fxstudio.core.threads import subprocess_env
 from fxstudio.core import fx_compat
 from fxstudio.core.code_names import is_attribute_path, is_identifier, shown
 from fxstudio.core.errors import ExportError
@@ -108,7 +109,7 @@ def _in_plain_torch(ops: list[tuple[str, str]]) -> dict[tuple[str, str], bool]:
         with tempfile.TemporaryDirectory(prefix="fxstudio-ops-") as folder:
             try:
                 proc = subprocess.run([sys.executable, "-I", "-c", _PROBE, json.dumps(todo)], cwd=folder,
-                                      capture_output=True, text=True, timeout=120)
+                                      capture_output=True, text=True, timeout=120, env=subprocess_env(1))
                 answer = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
             except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
                 answer = {}

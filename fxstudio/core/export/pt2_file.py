@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from fxstudio.core.threads import subprocess_env
 from fxstudio.core import fx_compat
 from fxstudio.core.errors import ExportError, FxStudioError
 from fxstudio.core.export.python_file import (
@@ -47,6 +48,7 @@ from fxstudio.core.export.python_file import (
     sweep_stale_staging,
 )
 from fxstudio.core.export.verify import SEED, _run, compare, plain, python_c_argv, reference_outputs
+from fxstudio.core.export.verify import failing_node as _failing_node, first_line as _first_line, node_target as _node_target
 from fxstudio.core.fileio import pid_folder_prefix
 from fxstudio.core.temp_folders import VERIFY_PREFIX, sweep_verify_folders
 
@@ -162,7 +164,7 @@ def export_pt2(
     expected = None
     if verify:
         report("Running the graph in memory", 0.3)
-        expected = reference_outputs(module, inputs)
+        expected = reference_outputs(module, inputs, edited=bool(_labels))
 
     report("Saving the program", 0.4)
     staging = _staging_dir(out_path)
@@ -267,54 +269,6 @@ def export_failure(module: torch.nn.Module, exc: BaseException) -> str:
         reason += " (the computation branches or sizes on tensor values, which torch.export cannot trace)"
     return (f"torch.export cannot export the edited module{where}: {type(exc).__name__}: {reason}; "
             "nothing was written (a .py export does not need torch.export).")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "") or type(exc).__name__
-    return first if len(first) <= 300 else first[:297] + "..."
-
-
-def _failing_node(module: torch.nn.Module, exc: BaseException) -> torch.fx.Node | None:
-    """The node of ``module``'s graph being run when ``exc`` was raised: the ``node`` of a
-    ``torch.fx.Interpreter`` frame (how torch.export runs a GraphModule), else the line of the
-    module's own generated ``forward``; the outermost such frame of the exception chain."""
-    graph = getattr(module, "graph", None)
-    if graph is None:
-        return None
-    interp = {torch.fx.Interpreter.run.__code__, torch.fx.Interpreter.run_node.__code__}
-    forward = getattr(type(module).forward, "__code__", None)
-    by_name = {n.name: n for n in graph.nodes}
-    seen: set[int] = set()
-    error: BaseException | None = exc
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        tb = error.__traceback__
-        while tb is not None:
-            frame = tb.tb_frame
-            if frame.f_code in interp:
-                node = frame.f_locals.get("n", frame.f_locals.get("node"))
-                if isinstance(node, torch.fx.Node) and node.graph is graph:
-                    return node
-            elif forward is not None and frame.f_code is forward:
-                import linecache
-
-                line = linecache.getline(forward.co_filename, tb.tb_lineno, frame.f_globals)
-                found = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]*)?=", line)
-                if found and found.group(1) in by_name:
-                    return by_name[found.group(1)]
-            tb = tb.tb_next
-        error = error.__cause__ or error.__context__
-    return None
-
-
-def _node_target(node: torch.fx.Node) -> str:
-    if node.op == "call_function":
-        try:
-            return fx_compat.qualified_name(node.target)
-        except Exception:  # noqa: BLE001 - a name only for the message
-            return str(node.target)
-    return f"{node.op} {node.target}"
 
 
 # ----------------------------------------------------------------------------- custom operators
@@ -440,7 +394,8 @@ def run_pt2(
             str(pt2_path), str(inputs_path), str(result_path), str(report_path), str(torch.get_num_threads()),
             str(SEED), json.dumps([str(p) for p in search_paths]), json.dumps(needs),
         ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        # the child starts its thread pool with this process's count (threads.py), not one per core
+        env = subprocess_env(torch.get_num_threads(), {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
         returncode, stderr = _run(argv, tmp, env, timeout, cancel)
         if returncode != 0:
             raise ExportError(f"the saved .pt2 does not load and run in a fresh Python process: {_last_line(stderr)}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from typing import Any, Callable
 
 import torch
 
+from fxstudio.core.threads import subprocess_env
 from fxstudio.core.errors import ExportError
 from fxstudio.core.fileio import pid_folder_prefix
 from fxstudio.core.temp_folders import VERIFY_PREFIX, sweep_verify_folders
@@ -30,6 +32,19 @@ ATOL = 1e-6
 
 class ExportCancelled(ExportError):
     """The user cancelled an export while it was verifying (nothing is written)."""
+
+
+class GraphRunFailed(ExportError):
+    """The graph being exported raises on its example inputs, so there is nothing to verify the
+    exported file against (exit 1; nothing is written). ``node``: the name of the node that raised
+    (None when it cannot be told), ``target``: what that node calls, ``reason``: torch's message in
+    one line (``TypeError: ...``), ``edited``: whether it is an edited graph (else the model as loaded).
+    Exporting without verification still writes the file (it then fails the same way when run)."""
+
+    def __init__(self, message: str, *, node: str | None = None, target: str = "", reason: str = "",
+                 edited: bool = True):
+        super().__init__(message)
+        self.node, self.target, self.reason, self.edited = node, target, reason, edited
 
 
 _CHILD = r"""
@@ -83,25 +98,119 @@ def plain(value: Any) -> Any:
     return value
 
 
-def reference_outputs(module: torch.nn.Module, inputs: tuple) -> Any:
+def reference_outputs(module: torch.nn.Module, inputs: tuple, *, edited: bool = True) -> Any:
     """Run ``module`` on a copy of ``inputs`` under the verification seed, leaving its state as it was.
 
     A document's modules share their weights and buffers with the model as loaded: when the run
     may write into them (batch norm statistics, in-place ops) it runs on a copy that owns them.
+    ``GraphRunFailed`` naming the node that raised when it fails; ``edited``: the message says
+    "the edited graph" (else "the model itself").
     """
     from fxstudio.core.module_state import copy_to_run
 
     copied = tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in inputs)
     torch.manual_seed(SEED)
+    runner = module
+    try:
+        runner = copy_to_run(module, force=_has_observers(module))
+        with torch.no_grad():
+            out = runner(*copied)
+    except Exception as exc:  # noqa: BLE001 - the user's graph may raise anything
+        raise graph_run_failure(runner, inputs, exc, edited=edited) from None
+    return plain(out)
+
+
+def graph_run_failure(module: torch.nn.Module, inputs: tuple, exc: BaseException, *,
+                      edited: bool = True) -> GraphRunFailed:
+    """The ``GraphRunFailed`` of ``module`` raising ``exc`` on ``inputs``: the node is told by the
+    traceback (``failing_node``), else by running the graph again node by node in a
+    ``torch.fx.Interpreter`` and taking the node it was at when it raised."""
+    node = failing_node(module, exc) or _interpreted_failing_node(module, inputs)
+    reason = f"{type(exc).__name__}: {' '.join(first_line(exc).split())}"
+    target = node_target(node) if node is not None else ""
+    what = "the edited graph" if edited else "the model itself"
+    where = f" at node `{node.name}` ({target})" if node is not None else ""
+    fix = ("that node" if node is not None else "the graph") + (" (or undo the edit)" if edited else "")
+    return GraphRunFailed(
+        f"{what} fails on its example inputs{where}: {reason}. Nothing was written; fix {fix}, "
+        "or export without verification (the file is then written unchecked, and fails the same way).",
+        node=node.name if node is not None else None, target=target, reason=reason, edited=edited)
+
+
+def _interpreted_failing_node(module: torch.nn.Module, inputs: tuple) -> torch.fx.Node | None:
+    """The node a ``torch.fx.Interpreter`` run of ``module`` (a GraphModule) raises at, or None."""
+    from fxstudio.core.module_state import copy_to_run
+
+    if not isinstance(module, torch.fx.GraphModule):
+        return None
+    at: list[torch.fx.Node] = []
+
+    class _Tracking(torch.fx.Interpreter):
+        def run_node(self, n):
+            at[:] = [n]
+            return super().run_node(n)
+
+    copied = tuple(v.clone() if isinstance(v, torch.Tensor) else v for v in inputs)
+    torch.manual_seed(SEED)
     try:
         with torch.no_grad():
-            out = copy_to_run(module, force=_has_observers(module))(*copied)
-    except Exception as exc:  # noqa: BLE001 - the user's graph may raise anything
-        raise ExportError(
-            f"the model itself fails on its example inputs ({type(exc).__name__}: {exc}); "
-            "fix the graph before exporting, or export without verification."
-        ) from None
-    return plain(out)
+            _Tracking(copy_to_run(module, force=True)).run(*copied)
+    except Exception:  # noqa: BLE001 - the failure being located
+        return at[0] if at else None
+    return None
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of ``exc``'s message (at most 300 characters), else its type name."""
+    text = str(exc).strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "") or type(exc).__name__
+    return first if len(first) <= 300 else first[:297] + "..."
+
+
+def failing_node(module: torch.nn.Module, exc: BaseException) -> torch.fx.Node | None:
+    """The node of ``module``'s graph being run when ``exc`` was raised: the ``node`` of a
+    ``torch.fx.Interpreter`` frame (how torch.export runs a GraphModule), else the line of the
+    module's own generated ``forward``; the outermost such frame of the exception chain."""
+    graph = getattr(module, "graph", None)
+    if graph is None:
+        return None
+    interp = {torch.fx.Interpreter.run.__code__, torch.fx.Interpreter.run_node.__code__}
+    forward = getattr(type(module).forward, "__code__", None)
+    by_name = {n.name: n for n in graph.nodes}
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        tb = error.__traceback__
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code in interp:
+                node = frame.f_locals.get("n", frame.f_locals.get("node"))
+                if isinstance(node, torch.fx.Node) and node.graph is graph:
+                    return node
+            elif forward is not None and frame.f_code is forward:
+                import linecache
+
+                line = linecache.getline(forward.co_filename, tb.tb_lineno, frame.f_globals)
+                found = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]*)?=", line)
+                if found and found.group(1) in by_name:
+                    return by_name[found.group(1)]
+            tb = tb.tb_next
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def node_target(node: torch.fx.Node) -> str:
+    """What ``node`` calls, for a message: ``operator.mul``, ``torch.relu``, ``call_module fc``."""
+    from fxstudio.core import fx_compat
+
+    if node.op == "call_function":
+        try:
+            name = fx_compat.qualified_name(node.target)
+        except Exception:  # noqa: BLE001 - a name only for the message
+            return str(node.target)
+        return "operator." + name[len("_operator."):] if name.startswith("_operator.") else name
+    return f"{node.op} {node.target}"
 
 
 def _has_observers(module: torch.nn.Module) -> bool:
@@ -200,7 +309,8 @@ def run_exported(
             name, str(py_path), str(inputs_path), str(result_path),
             str(torch.get_num_threads()), str(SEED), json.dumps([str(p) for p in search_paths]),
         ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        # the child starts its thread pool with this process's count (threads.py), not one per core
+        env = subprocess_env(torch.get_num_threads(), {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
         returncode, stderr = _run(argv, tmp, env, timeout, cancel)
         if returncode != 0:
             raise ExportError(f"the exported file failed in a fresh Python process:\n{_error_tail(stderr)}")

@@ -23,6 +23,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import TensorMetadata
 
+from fxstudio.core.threads import choose_for, torch_threads
 from fxstudio.core import fx_compat
 from fxstudio.core.module_state import copy_to_run
 from fxstudio.core.passes.calling import copy_inputs
@@ -115,7 +116,7 @@ def trial_run(result: torch.fx.GraphModule, inputs: tuple) -> dict[torch.fx.Node
     run raises."""
     runnable = copy_to_run(result, force=True)
     recorder = _Recorder(runnable)
-    with torch.no_grad(), warnings.catch_warnings():
+    with torch.no_grad(), warnings.catch_warnings(), torch_threads(choose_for(result, inputs).count):
         warnings.simplefilter("ignore")  # fxstudio's run: its deprecation notes are nobody's business
         recorder.run(*copy_inputs(inputs))
     return recorder.metas
