@@ -1,6 +1,12 @@
-"""``fxstudio apply MODEL EDITS.json [-o OUT.py] [--trust-passes] [--allow-changed-passes]``: replay an
-edit script on a model and print the edited graph as ``inspect`` does; with ``-o``, export the edited
-module and verify it.
+"""``fxstudio apply MODEL EDITS.json [-o OUT.py] [--trust-passes] [--allow-changed-passes] [--keep-invalid]``:
+replay an edit script on a model and print the edited graph as ``inspect`` does; with ``-o``, export
+the edited module and verify it.
+
+An edit that applies but makes a node fail torch's own checks (fake-tensor propagation raises there,
+so a run would fail: ``mul`` of a tensor and ``'hello'``, a ``Linear(5→2)`` fed a ``1×10`` input)
+is reported on stderr, one line per rejected node with torch's message; the graph is still printed
+(and, with ``-o``, written without the verification run that cannot pass), and the exit status is 1
+unless ``--keep-invalid`` is given.
 
 A ``run_pass`` / ``replace_pattern`` edit naming a pass file runs code from that file (relative to the
 script's folder): without ``--trust-passes`` the script is refused before anything runs (exit 2, one
@@ -8,8 +14,8 @@ line naming the file); a file whose ``sha256`` differs from the recorded one is 
 unless ``--allow-changed-passes``. Built-in passes (``fxstudio.passes.*``) need neither.
 
 Exit status: 0 all edits applied (and exported), 1 an edit was refused (the message names its
-index in ``edits`` and the reason) or the export failed its check, 2 bad usage, an unreadable
-model or a malformed script.
+index in ``edits`` and the reason), torch rejects a node (without ``--keep-invalid``) or the export
+failed its check, 2 bad usage, an unreadable model or a malformed script.
 """
 
 from __future__ import annotations
@@ -33,9 +39,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("edits", metavar="EDITS.json",
                         help="edit script (format fxstudio.edits/1, described in docs/edit-scripts.md)")
     parser.epilog = (f"The edit-script format (every op and field, the argument syntax, refusals) is described in "
-                     f"{DOC}. Exit status: 0 applied, 1 an edit was refused or the export failed its check, "
-                     "2 bad usage, an unreadable model or a malformed script.")
+                     f"{DOC}. Exit status: 0 applied, 1 an edit was refused, torch rejects a node the edits made "
+                     "(unless --keep-invalid) or the export failed its check, 2 bad usage, an unreadable model or "
+                     "a malformed script.")
     parser.add_argument("--json", action="store_true", help="print the edited graph's nodes as JSON")
+    parser.add_argument(
+        "--keep-invalid", action="store_true",
+        help="exit 0 even when the edits make a node that torch's own checks (fake-tensor propagation) reject, "
+             "so that a run would fail there; each such node is still reported on stderr",
+    )
     add_output_arguments(parser)
     add_trust_arguments(parser)
 
@@ -59,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     doc.set_pass_trust(cli_pass_trust(base_dir, trust_files=trust_files, allow_changed=allow_changed))
     replay_into(doc, script["edits"], "stop")  # what replay() does, with the command's pass trust
     edited = dataclasses.replace(loaded, graph_module=doc.module())
+    rejected = doc.problems()
     if args.json:
         record = inspect_record(edited)
         record["edits"] = len(script["edits"])
@@ -69,10 +82,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"applied {len(script['edits'])} edit(s) from {args.edits}")
         sys.stdout.write(render_table(edited))
         ok, _ = lint_verdict(edited.graph_module)
+    keep = getattr(args, "keep_invalid", False)
+    sys.stdout.flush()
+    for problem in rejected:  # one line each: the node and torch's message, no traceback
+        print(f"fxstudio: {'kept (--keep-invalid): ' if keep else ''}{problem.line}"
+              f"{'' if keep else ' (a run would fail there; pass --keep-invalid to accept it)'}", file=sys.stderr)
     if not ok:
         return 1
+    code = 0
     if getattr(args, "output", None):
         from fxstudio.cli_commands.export import export_and_report
 
-        return export_and_report(doc, args.output, script_path=args.edits, verify=args.verify)
-    return 0
+        # a rejected node fails every run: write the file, skip the verification run that cannot pass
+        code = export_and_report(doc, args.output, script_path=args.edits, verify=args.verify and not rejected)
+        if rejected and args.verify:
+            print(f"note: the verification run was skipped: torch rejects %{rejected[0].name}, so every run fails there")
+    return 1 if rejected and not keep else code

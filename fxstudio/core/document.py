@@ -15,11 +15,12 @@ import torch
 import torch.fx
 
 from fxstudio.core.edits import (FORMAT, ID_KEY, OPS, Changes, EditState, PreparedEdit, Primitive, ReplayReport,
-                                 ShapeRefresher, Transaction, check_fields, compute_outcome, cycle_path, load_script, new_script, replay_into, save_script,
-                                 validate_script)
+                                 ShapeRefresher, Transaction, check_fields, compute_outcome, cycle_path, fake_check, load_script,
+                                 new_script, replay_into, save_script, validate_script)
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.model import LoadedModel
 from fxstudio.core.module_state import share_graph_module
+from fxstudio.core.node_checks import Fit, GraphVerdict, NodeProblem, graph_verdict, node_problem, rejected_nodes, replaced_input
 
 __all__ = ["Document", "DocumentEvent", "EditResult", "FORMAT", "ReplayReport", "load_script", "replay", "replay_into",
            "save_script"]
@@ -27,13 +28,16 @@ __all__ = ["Document", "DocumentEvent", "EditResult", "FORMAT", "ReplayReport", 
 
 @dataclass(frozen=True)
 class DocumentEvent:
-    """What changed: ``kind`` is "edited", "undone", "redone", "reset" or "saved"; ids are node ids."""
+    """What changed: ``kind`` is "edited", "undone", "redone", "reset" or "saved"; ids are node ids.
+    ``rejected``: the nodes among those added or changed that torch now rejects (fake-tensor
+    propagation raised there: a run would fail), in graph order; ``Document.problems()`` lists all."""
 
     kind: str
     label: str
     added: frozenset[int] = frozenset()
     removed: frozenset[int] = frozenset()
     changed: frozenset[int] = frozenset()
+    rejected: tuple[NodeProblem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -187,9 +191,23 @@ class Document:
         changed = self._shapes.refresh(list(self.edited.graph.nodes), budget=None)
         changes = Changes()
         changes.change(*(n.meta[ID_KEY] for n in changed))
-        event = DocumentEvent("reset", "Shapes recomputed", frozenset(), frozenset(), frozenset(changes.changed))
+        event = DocumentEvent("reset", "Shapes recomputed", frozenset(), frozenset(), frozenset(changes.changed),
+                              self._rejected_among(changes.changed))
         for callback in list(self._subscribers):
             callback(event)
+
+    def _rejected_among(self, ids) -> tuple[NodeProblem, ...]:
+        """The ``NodeProblem``s of the live nodes among ``ids`` that torch rejects, in graph order."""
+        found = []
+        for node_id in ids:
+            node = self._state.by_id.get(node_id)
+            problem = node_problem(node) if node is not None else None
+            if problem is not None:
+                found.append((node, problem))
+        if len(found) > 1:
+            order = {n: i for i, n in enumerate(self.edited.graph.nodes)}
+            found.sort(key=lambda pair: order.get(pair[0], 0))
+        return tuple(p for _, p in found)
 
     def _emit(self, kind: str, label: str, changes: Changes | None = None) -> DocumentEvent:
         changes = changes or Changes()
@@ -197,10 +215,37 @@ class Document:
             self._serial += 1
             self._refresh_shapes(changes)
         event = DocumentEvent(kind, label, frozenset(changes.added), frozenset(changes.removed),
-                              frozenset(changes.changed))
+                              frozenset(changes.changed), self._rejected_among(changes.added | changes.changed))
         for callback in list(self._subscribers):
             callback(event)
         return event
+
+    # ------------------------------------------------------------------ torch's checks
+
+    def problems(self) -> list[NodeProblem]:
+        """Every node of the edited graph torch rejects (fake-tensor propagation after an edit raised
+        there: a run would fail), in graph order, each with torch's one-line message. An undo that
+        takes the cause back clears it."""
+        return rejected_nodes(self.edited)
+
+    def verdict(self) -> GraphVerdict:
+        """``graph.lint()`` and torch's checks on the edited graph: never "ok" while a node is rejected
+        or a shape is unknown (``node_checks.GraphVerdict``)."""
+        return graph_verdict(self.edited)
+
+    def input_fit(self, user: str, key: int | str, path: tuple[int, ...], src: str) -> Fit:
+        """Whether torch would accept node ``user`` with ``src`` as its input at ``key`` (and ``path``
+        inside a list argument), told before the edit by one fake-tensor call of ``user``'s target
+        on the recorded shapes; nothing changes. "unknown" where shapes are not known."""
+        u, n = self.find(user), self.find(src)
+        if u is None or n is None:
+            return Fit("unknown")
+        try:
+            args, kwargs = replaced_input(u, key, tuple(path), n)
+        except (IndexError, KeyError, TypeError):
+            return Fit("unknown")
+        status, message = fake_check(self._shapes, u.op, u.target, args, kwargs)
+        return Fit(status, message)
 
     # ------------------------------------------------------------------ edits
 

@@ -12,8 +12,9 @@ from torch.fx.passes.shape_prop import TensorMetadata
 from fxstudio.core.argsyntax import format_value
 from fxstudio.core.metadata import normalized_arguments
 from fxstudio.core.model import LoadedModel
+from fxstudio.core.node_checks import graph_verdict
 from fxstudio.core.node_text import (META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, META_SOURCE,
-                                     dims_text, dtype_name, shape_text, target_text)
+                                     dims_text, dtype_name, rejection_text, shape_text, target_text, unknown_text)
 
 INSPECT_FORMAT = "fxstudio.inspect/1"
 TABLE_COLUMNS = ("name", "op", "target", "args", "kwargs", "shape", "dtype")
@@ -60,6 +61,8 @@ def node_record(node: torch.fx.Node, loaded: LoadedModel) -> dict:
         "shape": _jsonable(node.meta.get(META_SHAPE)),
         "dtype": node.meta.get(META_DTYPE),
         "shape_text": shape_text(node),
+        "rejected": rejection_text(node) or None,  # torch rejects the node: a run would fail there
+        "shape_unknown": unknown_text(node) or None,
         "module_path": node.meta.get(META_MODULE_PATH, ""),
         "module_stack": [list(item) for item in node.meta.get(META_MODULE_STACK, [])],
         "source": node.meta.get(META_SOURCE),
@@ -82,9 +85,11 @@ def _jsonable(value):
 
 
 def inspect_record(loaded: LoadedModel) -> dict:
-    """The whole ``--json`` document: model facts, notes, lint verdict and every node."""
+    """The whole ``--json`` document: model facts, notes, lint verdict (``lint``: ``graph.lint()``
+    alone; ``checks``: with torch's checks, ``node_checks.GraphVerdict``) and every node."""
     gm = loaded.graph_module
     ok, message = lint_verdict(gm)
+    verdict = graph_verdict(gm)
     nodes = [node_record(n, loaded) for n in gm.graph.nodes]
     return {
         "format": INSPECT_FORMAT,
@@ -96,6 +101,8 @@ def inspect_record(loaded: LoadedModel) -> dict:
         "example_inputs": [_input_text(v) for v in loaded.example_inputs],
         "notes": list(loaded.notes),
         "lint": {"ok": ok, "message": message},
+        "checks": {"status": verdict.status, "message": verdict.message,
+                   "rejected": [{"node": p.name, "message": p.message} for p in verdict.rejected]},
         "node_count": len(nodes),
         "hidden_count": sum(1 for n in nodes if n["hidden"]),
         "nodes": nodes,
@@ -124,7 +131,7 @@ def table_rows(loaded: LoadedModel, *, show_hidden: bool = False) -> list[tuple[
             shape_cell = shape_text(node)
             dtype_cell = ", ".join(d or "?" for d in dtype) if isinstance(dtype, list) else ""
         else:
-            shape_cell = dims_text(shape) if shape is not None else ""
+            shape_cell = dims_text(shape) if shape is not None else shape_text(node)  # "rejected by torch", "unknown"
             dtype_cell = dtype or ""
         rows.append(
             (
@@ -162,6 +169,5 @@ def render_table(loaded: LoadedModel, *, show_hidden: bool = False) -> str:
         )
     for note in loaded.notes:
         lines.append(f"note: {note}")
-    ok, message = lint_verdict(gm)
-    lines.append(f"lint: {'ok' if ok else 'FAILED'} — {message}")
+    lines.append(graph_verdict(gm).line)  # never "ok" while torch rejects a node or a shape is unknown
     return "\n".join(lines) + "\n"

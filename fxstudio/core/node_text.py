@@ -41,7 +41,12 @@ META_SHAPE = "fxs_shape"
 META_DTYPE = "fxs_dtype"
 """Output dtype name (``"float32"``), a list of them for tuple outputs, or None."""
 META_SHAPE_ERROR = "fxs_shape_error"
-"""Why shape propagation failed at this node, after an edit."""
+"""Why shape propagation failed at this node, after an edit: torch's one-line message (the node is
+rejected by torch, :func:`rejection_text`)."""
+META_SHAPE_UNKNOWN = "fxs_shape_unknown"
+"""Why the node's shape cannot be told after an edit (it reads "unknown", :func:`unknown_text`):
+``"upstream"`` (an input torch rejects), ``"fake"`` (fake tensors cannot tell it before a run) or
+``"budget"`` (not recomputed yet: the next edit, or ``Document.refresh_shapes()``, does)."""
 META_MODULE_PATH = "fxs_module_path"
 """Dotted path of the innermost submodule the node was traced in (``""`` at the top)."""
 META_MODULE_STACK = "fxs_module_stack"
@@ -152,13 +157,48 @@ def dims_text(shape: tuple) -> str:
     return "×".join(str(d) for d in shape) if shape else "scalar"
 
 
+REJECTED_PREFIX = "torch rejects this node: "
+REJECTED_SHAPE = "rejected by torch"
+"""What a rejected node shows for its shape (its message: :func:`rejection_text`)."""
+UNKNOWN_SHAPE = "unknown"
+"""What a node whose shape cannot be told after an edit shows for its shape."""
+_UNKNOWN_WHY = {
+    "upstream": "an input of it is rejected by torch (see the red node above it)",
+    "fake": "fake tensors cannot tell it before a run",
+    "budget": "not recomputed yet (too many shapes changed at once; the next edit recomputes it)",
+}
+
+
+def rejection_text(node: torch.fx.Node) -> str:
+    """``"torch rejects this node: <torch's one-line message>"`` when fake-tensor propagation after
+    an edit raised at ``node`` (a run would fail there), else ``""``."""
+    error = node.meta.get(META_SHAPE_ERROR)
+    return f"{REJECTED_PREFIX}{error}" if error else ""
+
+
+def unknown_text(node: torch.fx.Node) -> str:
+    """``"shape unknown: <why>"`` for a node whose shape an edit left untold, else ``""``."""
+    why = node.meta.get(META_SHAPE_UNKNOWN)
+    if not why or node.meta.get(META_SHAPE) is not None:
+        return ""
+    return f"shape {UNKNOWN_SHAPE}: {_UNKNOWN_WHY.get(why, why)}"
+
+
+def _no_shape_text(node: torch.fx.Node) -> str:
+    """What a node without a recorded shape shows: rejected, unknown, or nothing (a Python value)."""
+    if node.meta.get(META_SHAPE_ERROR):
+        return REJECTED_SHAPE
+    return UNKNOWN_SHAPE if node.meta.get(META_SHAPE_UNKNOWN) else ""
+
+
 def shape_text(node: torch.fx.Node) -> str:
-    """``"1×64×56×56 float32"`` for a tensor node, ``"(2×3 float32, 4 int64)"`` for tuples, ``""`` if
-    unknown. Never raises: odd metadata has no shape to show."""
+    """``"1×64×56×56 float32"`` for a tensor node, ``"(2×3 float32, 4 int64)"`` for tuples,
+    ``"rejected by torch"`` / ``"unknown"`` after an edit torch rejects or whose shape cannot be told,
+    ``""`` if never known. Never raises: odd metadata has no shape to show."""
     try:
         shape, dtype = node.meta.get(META_SHAPE), node.meta.get(META_DTYPE)
         if shape is None:
-            return ""
+            return _no_shape_text(node)
         if isinstance(shape, list):
             dtypes = dtype if isinstance(dtype, list) else [None] * len(shape)
             parts = [_one_shape_text(s, d) if s is not None else "?" for s, d in zip(shape, dtypes)]
@@ -175,14 +215,15 @@ def _one_shape_text(shape: tuple, dtype: str | None) -> str:
 
 def shape_columns(node: torch.fx.Node) -> tuple[str, str]:
     """The shape and the dtype as two texts (the Table's columns): ``("1×64", "float32")``, for a
-    tuple output ``("2×3, 4", "float32, int64")``; ``""`` where unknown."""
+    tuple output ``("2×3, 4", "float32, int64")``; ``"rejected by torch"`` / ``"unknown"`` as
+    :func:`shape_text` says them, else ``""``."""
     shape, dtype = node.meta.get(META_SHAPE), node.meta.get(META_DTYPE)
     if isinstance(shape, tuple):
         shape_part = dims_text(shape)
     elif isinstance(shape, list):
         shape_part = ", ".join("×".join(str(d) for d in s) if isinstance(s, tuple) else "?" for s in shape)
     else:
-        shape_part = ""
+        shape_part = _no_shape_text(node)
     dtype_part = ", ".join(str(d) for d in dtype) if isinstance(dtype, list) else (dtype or "")
     return shape_part, dtype_part
 

@@ -1,4 +1,6 @@
-"""The Problems dock: lint verdict, refused edits with their reasons, warnings and load notes.
+"""The Problems dock: lint verdict, the nodes torch rejects (one row each, source "torch", kept in
+step with the document: an undo that clears the cause removes the row), refused edits with their
+reasons, warnings and load notes.
 
 Other parts report here through :meth:`ProblemsView.add` (the window connects the canvas's and the
 panels' ``edit_refused`` signals to it). Clicking a problem that names a node selects that node.
@@ -12,6 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QWidget
 
+from fxstudio.core.node_checks import CheckState
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.pane_layout import bar_over
@@ -30,8 +33,10 @@ class ProblemsView(QWidget):
         super().__init__(parent)
         self.selection = selection
         self.doc = None
-        self._subscription = DocumentSubscription(lambda _e: self.lazy.request())
+        self._subscription = DocumentSubscription(self.follow_event)
         self.lint_message = ""
+        self.checks = CheckState()  # what torch rejects now: kept in step with every event, shown or not
+        self.checks_message = ""  # the verdict of the last relint (node_checks.GraphVerdict.message)
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("problemsTree")
         self.tree.setColumnCount(4)
@@ -50,16 +55,30 @@ class ProblemsView(QWidget):
         self.summary = QLabel("", self)
         clear = QPushButton("Clear", self)
         clear.setObjectName("clearProblems")
-        clear.setToolTip("Remove refused edits and warnings (load notes and the lint verdict stay)")
-        clear.clicked.connect(lambda: self.clear(keep=("lint", "load")))
+        clear.setToolTip("Remove refused edits and warnings (load notes, the lint verdict and the nodes torch rejects stay)")
+        clear.clicked.connect(lambda: self.clear(keep=("lint", "torch", "load")))
         bar_over(self, [self.summary, clear], self.tree, bar_margins=(6, 2, 4, 0))
         self.lazy = LazyRefresh(self, self.relint, delay_ms=150)
+
+    @property
+    def rejections(self) -> list:
+        """``node_checks.NodeProblem`` of every node torch rejects now (up to date after each event,
+        even while the dock is hidden and its rows wait)."""
+        return self.checks.problems()
+
+    def follow_event(self, event) -> None:
+        """A document event: update what torch rejects at once, the rows when the dock is shown
+        (the window calls this first too: it is idempotent)."""
+        if self.doc is not None:
+            self.checks.update(self.doc, event)
+        self.lazy.request()
 
     def set_document(self, doc) -> None:
         """Start over for ``doc``: its load notes and its lint verdict (journal reports stay: they
         are about the start-up, not about one model)."""
         self.doc = doc
         self._subscription.follow(doc)
+        self.checks.reset(doc)
         self.clear(keep=("journal",))
         if doc is not None:
             for note in doc.loaded.notes:
@@ -67,21 +86,28 @@ class ProblemsView(QWidget):
         self.relint()
 
     def relint(self) -> None:
-        """Run ``graph.lint()`` on the edited graph and show the verdict in the first row."""
+        """Run ``graph.lint()`` and torch's checks on the edited graph (``Document.verdict``): the
+        verdict in the first row, then one error row per node torch rejects."""
         for i in reversed(range(self.tree.topLevelItemCount())):
-            if self.tree.topLevelItem(i).text(1) == "lint":
+            if self.tree.topLevelItem(i).text(1) in ("lint", "torch"):
                 self.tree.takeTopLevelItem(i)
+        self.checks_message = ""
         if self.doc is None:
             self.lint_message = ""
             self._update_summary()
             return
-        try:
-            self.doc.edited.graph.lint()
+        verdict = self.doc.verdict()
+        self.checks_message = verdict.message
+        if verdict.status == "failed":  # lint reports any structural problem as an exception
+            self.lint_message = verdict.message.splitlines()[0]
+            self.add("error", "lint", f"graph.lint() fails: {verdict.message}", position=0)
+            rejected = self.doc.problems()
+        else:
             self.lint_message = ""
             self.add("info", "lint", "The edited graph passes graph.lint().", position=0)
-        except Exception as exc:  # lint reports any structural problem as an exception
-            self.lint_message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            self.add("error", "lint", f"graph.lint() fails: {exc}", position=0)
+            rejected = list(verdict.rejected)
+        for problem in reversed(rejected):  # graph order, below the lint row
+            self.add("error", "torch", f"{problem.message} (a run would fail here)", problem.name, position=1)
 
     def add(self, severity: str, source: str, message: str, node: str | None = None, *, position: int | None = None) -> None:
         """Report a problem; refusals and warnings go on top (below the lint row), notes at the end."""

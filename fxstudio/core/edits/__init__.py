@@ -10,12 +10,12 @@ from fxstudio.core.edits.primitives import Primitive, Transaction
 from fxstudio.core.edits.registry import OPS, OpSpec, check_fields
 from fxstudio.core.edits.replay import Refusal, ReplayReport, replay_into
 from fxstudio.core.edits.script import FORMAT, load_script, new_script, save_script, validate_script
-from fxstudio.core.edits.shapes import ShapeRefresher
+from fxstudio.core.edits.shapes import ShapeRefresher, fake_check, fake_mode_ready, warm_fake_mode
 from fxstudio.core.edits.state import ID_KEY, Changes, EditState
 from fxstudio.core.edits.whole_graph import PreparedEdit, compute_outcome
 
 __all__ = [
     "Changes", "EditState", "FORMAT", "ID_KEY", "OPS", "OpSpec", "PreparedEdit", "Primitive", "Refusal", "ReplayReport",
-    "ShapeRefresher", "Transaction", "check_fields", "compute_outcome", "cycle_path", "load_script", "new_script", "replay_into",
-    "save_script", "validate_script",
+    "ShapeRefresher", "Transaction", "check_fields", "compute_outcome", "cycle_path", "fake_check", "fake_mode_ready", "load_script", "new_script",
+    "replay_into", "save_script", "validate_script", "warm_fake_mode",
 ]

@@ -37,7 +37,8 @@ _UNKNOWN = UNKNOWN  # a value that cannot be told before a run (data-dependent, 
 _FAILED = object()  # a value that cannot be computed: the call, or one of its inputs, fails (a run stops there)
 _LOCAL = threading.local()  # the fake mode of each thread that edits (a mode is not thread-safe)
 _MAX_DEPTH = 64  # how far up to evaluate inputs that recorded no metadata (x.shape[0] chains)
-_META_KEYS = ("tensor_meta", "fxs_shape", "fxs_dtype", "fxs_shape_error")
+_UNKNOWN_KEY = "fxs_shape_unknown"  # node_text.META_SHAPE_UNKNOWN: why a shape reads "unknown"
+_META_KEYS = ("tensor_meta", "fxs_shape", "fxs_dtype", "fxs_shape_error", _UNKNOWN_KEY)
 META_KEYS = _META_KEYS
 """The ``node.meta`` keys the shape refresh writes (a transaction saves them to roll back)."""
 
@@ -250,7 +251,7 @@ class ShapeRefresher:
         except (RuntimeError, ValueError, TypeError, IndexError, AttributeError, KeyError, AssertionError) as exc:
             if _is_fake_limitation(exc):
                 return _UNKNOWN, None
-            return _FAILED, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+            return _FAILED, torch_message(exc)
         except Exception:  # noqa: BLE001 - anything else: shape unknown, not an error of the edit
             return _UNKNOWN, None
         return _UNKNOWN, None
@@ -290,23 +291,27 @@ class ShapeRefresher:
         return changed
 
     def _write_meta(self, node: torch.fx.Node, value: Any, error: str | None) -> bool:
-        before = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
+        before = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"), node.meta.get(_UNKNOWN_KEY))
         meta = _tensor_meta(value)
         if meta is None:
             for key in _META_KEYS:
                 node.meta.pop(key, None)
+            missing = _missing(value)
             if error:
-                node.meta["fxs_shape_error"] = error
+                node.meta["fxs_shape_error"] = error  # torch rejects the node (node_text.rejection_text)
+            elif missing is not None:  # not a Python value: a tensor whose shape cannot be told
+                node.meta[_UNKNOWN_KEY] = "upstream" if missing is _FAILED else "fake"
         else:
             node.meta["tensor_meta"] = meta
             node.meta.pop("fxs_shape_error", None)
+            node.meta.pop(_UNKNOWN_KEY, None)
             if isinstance(meta, TensorMetadata):
                 node.meta["fxs_shape"] = tuple(int(s) for s in meta.shape)
                 node.meta["fxs_dtype"] = dtype_name(meta.dtype)
             else:
                 node.meta["fxs_shape"] = [tuple(int(s) for s in m.shape) if m is not None else None for m in meta]
                 node.meta["fxs_dtype"] = [dtype_name(m.dtype) if m is not None else None for m in meta]
-        after = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"))
+        after = (_signature(node.meta.get("tensor_meta")), node.meta.get("fxs_shape_error"), node.meta.get(_UNKNOWN_KEY))
         # non-tensor results (sizes, tuples of ints) are not recorded: always let users recompute
         return before != after or (meta is None and _missing(value) is None)
 
@@ -411,6 +416,41 @@ def prospective_call(gm: torch.fx.GraphModule | None, op: str, target: Any, args
                     value_nbytes(out))
 
 
+def fake_check(refresher: "ShapeRefresher", op: str, target: Any, args: tuple, kwargs: dict) -> tuple[str, str | None]:
+    """Whether torch accepts ``target(*args, **kwargs)`` as a node of kind ``op`` of the refresher's
+    module, told on fake tensors before any edit (node operands from their recorded metadata):
+    ``("fits", None)``, ``("rejected", torch's one-line message)``, or ``("unknown", None)`` when
+    it cannot be told (no shapes, an operand of unknown shape, a call that may not run here)."""
+    if op not in ("call_function", "call_method", "call_module") or not refresher.enabled:
+        return "unknown", None
+    values: dict[torch.fx.Node, Any] = {}
+    unknown = []
+
+    def fetch(n: torch.fx.Node) -> Any:
+        v = refresher._value_of(n, values, 0)
+        if _missing(v) is not None:
+            unknown.append(n)
+        return v
+
+    with warnings.catch_warnings(), torch.no_grad(), fx_compat.fake_tensor_logs_off(), refresher.mode:
+        warnings.simplefilter("ignore")
+        try:
+            fake_args = torch.fx.node.map_arg(args, fetch)
+            fake_kwargs = torch.fx.node.map_arg(kwargs, fetch)
+            if unknown:
+                return "unknown", None
+            out = refresher.call(op, target, fake_args, fake_kwargs)
+        except EditRefused:  # a cost bound: the edit's own check says why
+            return "unknown", None
+        except (RuntimeError, ValueError, TypeError, IndexError, AttributeError, KeyError, AssertionError) as exc:
+            if _is_fake_limitation(exc):
+                return "unknown", None
+            return "rejected", torch_message(exc)
+        except Exception:  # noqa: BLE001 - anything else: not told here
+            return "unknown", None
+    return ("unknown", None) if _missing(out) is not None else ("fits", None)
+
+
 def _missing(value: Any) -> Any:
     """``_UNKNOWN`` when ``value`` (or an item of it) cannot be told before a run, else ``_FAILED``
     when it (or an item) cannot be computed, else None."""
@@ -448,7 +488,23 @@ def fake_mode():
     if mode is None:
         mode = _LOCAL.mode = fx_compat.fake_tensor_mode(allow_non_fake_inputs=True)
         _LOCAL.modules = weakref.WeakKeyDictionary()
+        _WARM.set()
     return mode
+
+
+_WARM = threading.Event()  # set once a thread made a fake mode: making another is cheap from then on
+
+
+def fake_mode_ready() -> bool:
+    """Whether this thread's fake mode is made, or cheap to make: the first one of a process costs
+    about a second (importing ``torch._dynamo``), the next ones little (``warm_fake_mode``)."""
+    return _WARM.is_set() or getattr(_LOCAL, "mode", None) is not None
+
+
+def warm_fake_mode() -> None:
+    """Make this thread's fake mode: on a worker thread, so that the first fake-tensor check of
+    another thread (the GUI's, while a drag waits for it) does not pay the import."""
+    fake_mode()
 
 
 def _fake_module(module: torch.nn.Module) -> torch.nn.Module:
@@ -472,11 +528,12 @@ def _clear_downstream(nodes: list[torch.fx.Node], ledger=None, journal=None) -> 
     stack = list(nodes)
     while stack:
         node = stack.pop()
-        if any(key in node.meta for key in _META_KEYS):
+        if any(key in node.meta for key in _META_KEYS) and node.meta.get(_UNKNOWN_KEY) != "budget":
             if journal is not None:
                 journal(node)
             for key in _META_KEYS:
                 node.meta.pop(key, None)
+            node.meta[_UNKNOWN_KEY] = "budget"  # reads "unknown" until Document.refresh_shapes()
             cleared.add(node)
             if ledger is not None and "fxs_id" in node.meta:
                 ledger.stale.add(node.meta["fxs_id"])
@@ -511,7 +568,26 @@ def _tensor_meta(value: Any) -> Any:
 
 
 def _is_fake_limitation(exc: BaseException) -> bool:
+    """Whether ``exc`` says what fake tensors cannot do (a data-dependent size, an op without a
+    fake kernel) rather than what torch rejects. Python's operand errors name the fake tensor's
+    type (``unsupported operand type(s) for +: 'FakeTensor' and 'str'``): those are real errors."""
     name = type(exc).__name__
-    return any(word in name for word in ("Unsupported", "DataDependent", "DynamicOutputShape")) or \
-        "FakeTensor" in str(exc)[:300]
+    if any(word in name for word in ("Unsupported", "DataDependent", "DynamicOutputShape")):
+        return True
+    text = str(exc)[:300]
+    if isinstance(exc, TypeError) and 0 < text.count("'FakeTensor'") == text.count("FakeTensor"):
+        return False
+    return "FakeTensor" in text
+
+
+def torch_message(exc: BaseException) -> str:
+    """Torch's one-line message for an exception fake-tensor propagation raised at a node
+    (``TypeError: unsupported operand type(s) for +: 'Tensor' and 'str'``: fake tensors are named as
+    a real run names them), at most 200 characters."""
+    text = str(exc).strip()
+    line = text.splitlines()[0][:200] if text else ""
+    return f"{type(exc).__name__}: {line.replace(_FAKE_NAME, _REAL_NAME)}"
+
+
+_FAKE_NAME, _REAL_NAME = "'FakeTensor'", "'Tensor'"
 

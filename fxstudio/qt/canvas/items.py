@@ -15,6 +15,7 @@ from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QStatic
 from PySide6.QtWidgets import QGraphicsItem, QStyleOptionGraphicsItem
 
 from fxstudio.core.layout import GroupBox, NodeBox
+from fxstudio.core.node_text import REJECTED_PREFIX
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.card_rows import RowFace, WeightRow, paint_rows, port_offsets, row_index_at, rows_height
 
@@ -47,6 +48,7 @@ class CardInfo:
     consts: str = ""      # the constant (non-node) arguments, short: ``× 2``, ``max=5.0``
     dead: bool = False    # no node uses its value and it is not the output: DCE would drop it
     rows: tuple[WeightRow, ...] = ()   # folded weights drawn inside the card (card_rows.py)
+    error: str = ""       # "torch rejects this node: ..." (node_text.rejection_text): a red card
 
 
 def _lod(painter: QPainter) -> float:
@@ -90,13 +92,13 @@ class _Face:
         fm = _metrics(self.title_role)
         self.title = _static(info.name, self.title_role, inner, Qt.TextElideMode.ElideMiddle)
         self.title_pos = QPointF(_PAD, (hh - fm.height()) / 2)
-        # An unused node says so in its header, right-aligned, when the name leaves room.
+        # A rejected or unused node says so in its header, right-aligned, when the name leaves room.
         self.dead_tag = None
-        if info.dead:
-            tag_w = _metrics("small").horizontalAdvance("unused")
+        tag = "✖ rejected" if info.error else "unused" if info.dead else ""
+        if tag:
+            tag_w = _metrics("small").horizontalAdvance(tag)
             if fm.horizontalAdvance(info.name) + tag_w + 8 <= inner:
-                self.dead_tag = (_static("unused", "small"),
-                                 QPointF(w - _PAD - tag_w, (hh - _metrics("small").height()) / 2))
+                self.dead_tag = (_static(tag, "small"), QPointF(w - _PAD - tag_w, (hh - _metrics("small").height()) / 2))
         # The target, then the shape. Constants follow the target on its line when they fit there
         # (``operator.mul  × 2``), else they get a line of their own in the smaller font, as does
         # the shape then, so that three lines fit the card's body.
@@ -107,7 +109,9 @@ class _Face:
         lines = [(target, "body", st.TEXT_DARK)] if target else []
         if info.consts and not inline:
             lines.append((info.consts, "small", st.TEXT_CONST))
-        if info.shape:
+        if info.error:   # torch's message where the shape would be: what a run would raise here
+            lines.append(("✖ " + info.error.removeprefix(REJECTED_PREFIX), "small", st.REJECTED))
+        elif info.shape:
             lines.append((info.shape, "small" if len(lines) > 1 else "body", st.TEXT_MUTED))
         self.lines = []
         body_h = h - hh - rows_height(len(info.rows))
@@ -155,7 +159,9 @@ class NodeCard(QGraphicsItem):
         self.info = info
         self.selected = False
         self.match = 0            # 0: no search match, 1: a match, 2: the current match
-        self.drag_state = ""      # rewire feedback: "", "legal", "hover", "cycle"
+        # rewire feedback: "", "legal", "misfit" (legal, but torch rejects its shape), "hover", "mismatch"
+        # (a hovered misfit), "cycle"
+        self.drag_state = ""
         self.tint: QColor | None = None   # divergence tint of the body (overlays.py), None: white
         self.score: float | None = None   # the tolerance score behind the tint (for the tooltip)
         self.diff_kind = ""       # "added" / "changed" since the original graph: an outline
@@ -197,7 +203,9 @@ class NodeCard(QGraphicsItem):
         lines = [self.info.name, f"{self.info.op}: {self.info.target}"]
         if self.info.consts:
             lines.append(f"constants: {self.info.consts}")
-        if self.info.shape:
+        if self.info.error:
+            lines.append(f"{self.info.error} (a run would fail here)")
+        elif self.info.shape:
             lines.append(self.info.shape)
         if self.info.dead:
             lines.append("unused: no node uses its value (Edit ▸ Dead-code elimination drops it)")
@@ -275,6 +283,9 @@ class NodeCard(QGraphicsItem):
             rgb = self.tint.rgb()
             painter.setPen(st.rgb_pen(rgb, 1.6))
             painter.setBrush(st.tint_brush(rgb))
+        elif self.info.error:   # torch rejects the node: a red border on a pale red body
+            painter.setPen(st.pen(st.REJECTED, 2.0))
+            painter.setBrush(st.brush(st.REJECTED_BODY))
         elif self.info.dead:   # unused: a dashed grey border on a grey body
             painter.setPen(st.dashed_pen(st.DEAD_BORDER, 1.3))
             painter.setBrush(st.brush(st.DEAD_BODY))
@@ -317,8 +328,12 @@ class NodeCard(QGraphicsItem):
     def _plain_color(self) -> str:
         if self.drag_state == "cycle":
             return st.CYCLE
+        if self.drag_state == "mismatch":
+            return st.SHAPE_MISMATCH
         if self.selected:
             return st.SELECTED
+        if self.info.error:
+            return st.REJECTED
         if self.match:
             return st.CURRENT_MATCH if self.match == 2 else st.MATCH
         if self.tint is not None:
@@ -326,13 +341,15 @@ class NodeCard(QGraphicsItem):
         return ""
 
     def _paint_outline(self, painter: QPainter, r: QRectF) -> None:
-        if self.diff_color is not None:   # added/changed: a ring outside the selection's
-            d = st.DIFF_RING_W / 2 + 1.2
-            painter.setPen(st.rgb_pen(self.diff_color.rgb(), st.DIFF_RING_W))
+        if self.diff_color is not None or self.info.error:   # added/changed: a ring outside the selection's;
+            d = st.DIFF_RING_W / 2 + 1.2                          # red where torch rejects the node
+            painter.setPen(st.pen(st.REJECTED, st.DIFF_RING_W) if self.info.error
+                           else st.rgb_pen(self.diff_color.rgb(), st.DIFF_RING_W))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(r.adjusted(-d, -d, d, d), st.CORNER_R + d, st.CORNER_R + d)
-        colour = {"legal": st.LEGAL_SOURCE, "hover": st.LEGAL_SOURCE, "cycle": st.CYCLE}.get(self.drag_state)
-        width = 3.0 if self.drag_state in ("hover", "cycle") else 1.6
+        colour = {"legal": st.LEGAL_SOURCE, "hover": st.LEGAL_SOURCE, "cycle": st.CYCLE,
+                  "misfit": st.SHAPE_MISMATCH, "mismatch": st.SHAPE_MISMATCH}.get(self.drag_state)
+        width = 3.0 if self.drag_state in ("hover", "cycle", "mismatch") else 1.6
         if colour is None and self.selected:
             colour, width = st.SELECTED, 2.6
         if colour is None:

@@ -2,21 +2,48 @@
 
 Tracked as plain press/move/release in the view (QDrag cannot be driven headless). While dragging,
 a rubber band follows the cursor, every card that may legally feed the input is outlined green,
-and a card that would close a cycle turns red with the reason in its tooltip. Releasing over a
-card yields exactly one ``set_arg`` edit; the view hands it to ``Document.apply_edit``.
+and a card that would close a cycle turns red with the reason in its tooltip. A legal source whose
+shape torch would reject for the dragged input (``Document.input_fit``: one fake-tensor call of the
+node being fed, per distinct source shape, cached for the drag) is outlined amber instead, before
+the drop: the cards in view a few per event-loop turn from the press on (``TICK_BUDGET_S``; once
+torch's fake-tensor machinery is warm, ``warm_fake_checks``), the card under the cursor at once;
+where it cannot be told the card stays green. Releasing over a card yields
+exactly one ``set_arg`` edit; the view hands it to ``Document.apply_edit``.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+
 import torch.fx
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRectF, Qt, QTimer
 from PySide6.QtGui import QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem
 
 from fxstudio.core.argsyntax import format_value
+from fxstudio.core.edits import fake_mode_ready, warm_fake_mode
+from fxstudio.core.node_checks import Fit, fit_key
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.items import NodeCard, PortSpec
 from fxstudio.qt.canvas.scene import CanvasScene
+
+TICK_BUDGET_S = 0.012
+"""Seconds of fake-tensor checks per event-loop turn while dragging (the cards in view, a few each turn)."""
+WAIT_MS = 100
+"""How often a drag looks whether the fake mode is warm (``warm_fake_checks``) before it checks."""
+_warming: list[threading.Thread] = []
+
+
+def warm_fake_checks() -> None:
+    """Make torch's fake-tensor machinery cheap to use on this thread, once per process, on a worker
+    thread (about a second, importing ``torch._dynamo``): the window calls it when a model opens,
+    a drag when it finds it cold."""
+    if _warming or fake_mode_ready():
+        return
+    thread = threading.Thread(target=warm_fake_mode, name="fxstudio-warm-fake", daemon=True)
+    _warming.append(thread)
+    thread.start()
 
 
 def downstream(node: torch.fx.Node) -> set[str]:
@@ -66,9 +93,74 @@ class RewireDrag:
         self.hover: NodeCard | None = None
         self.hover_src: str | None = None   # the hovered card's node, or the folded weight of its row
         self._reasons: dict[str, str | None] = {}
+        self._fits: dict[tuple, Fit] = {}     # by the source's shape (node_checks.fit_key)
+        self._misfits: set[str] = set()       # legal cards whose shape torch rejects here: amber
+        self._decided: set[str] = set()       # cards whose fit was told (or cannot be)
         for name, c in scene.cards.items():
             c.drag_state = "" if name in self.blocked else "legal"
             c.update()
+        self._timer = QTimer()   # tells the fits of the cards in view a few at a time, the drag going on
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(0)
+        self._timer.timeout.connect(self._tick)
+        self._kick()
+
+    def fit(self, src_name: str) -> Fit:
+        """Whether ``src_name``'s shape fits the dragged input, by torch's fake-tensor check (cached
+        per drag by the source's shape, stride and dtype)."""
+        src = self.document.find(src_name)
+        if src is None or src_name == self.port.src:
+            return Fit("unknown")
+        key = fit_key(src)
+        hit = self._fits.get(key)
+        if hit is None:
+            hit = self._fits[key] = self.document.input_fit(self.user.name, self.port.key, self.port.path, src_name)
+        return hit
+
+    def _cards_in_view(self) -> list[NodeCard]:
+        """The cards the canvas shows now (all of them when it cannot tell)."""
+        views = self.scene.views()
+        if not views:
+            return list(self.scene.cards.values())
+        view = views[0]
+        rect = view.mapToScene(view.viewport().rect()).boundingRect()
+        return [i for i in self.scene.items(rect) if isinstance(i, NodeCard)]
+
+    def _kick(self) -> None:
+        """Go on telling fits on the next turns (once the fake mode is warm: ``warm_fake_checks``)."""
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def _tick(self) -> None:
+        if self.band.scene() is None:
+            return
+        if not fake_mode_ready():  # a worker makes the first fake mode of the process meanwhile
+            warm_fake_checks()
+            self._timer.start(WAIT_MS)
+        elif self._decide(self._cards_in_view(), TICK_BUDGET_S):
+            self._timer.start(0)
+
+    def _decide(self, cards: list[NodeCard], budget: float) -> bool:
+        """Tell the fit of the legal ``cards`` not told yet, for at most ``budget`` seconds: amber
+        ("misfit") where torch rejects the source's shape, green where it fits or cannot be told.
+        True when some are left for later."""
+        deadline = time.perf_counter() + budget
+        for card in cards:
+            name = card.info.name
+            if name in self._decided or card.drag_state != "legal":
+                continue
+            if time.perf_counter() > deadline:
+                return True
+            self._decided.add(name)
+            if self.fit(name).status == "rejected":
+                self._misfits.add(name)
+                card.drag_state = "misfit"
+                card.update()
+        return False
+
+    def _rest_state(self, name: str) -> str:
+        """A card's drag state when the cursor is not on it."""
+        return "" if name in self.blocked else "misfit" if name in self._misfits else "legal"
 
     def edit_for(self, src_name: str) -> dict:
         """The one ``set_arg`` edit that makes ``src_name`` feed the dragged input."""
@@ -99,8 +191,10 @@ class RewireDrag:
         return self.document.check_edit(self.edit_for(src_name))
 
     def move(self, pos: QPointF) -> None:
-        """Follow the cursor; colour the card under it green (legal) or red (refused, with tooltip).
-        Over a folded weight's row the source is that weight."""
+        """Follow the cursor; colour the card under it green (legal), amber (legal, but torch rejects
+        its shape here; tooltip with torch's message) or red (refused, with tooltip). Over a folded
+        weight's row the source is that weight."""
+        self._kick()   # the view may show other cards now
         card = self.scene.card_at(pos)
         if card is self.card and card.port_at(pos) is not None:
             card = None
@@ -108,17 +202,30 @@ class RewireDrag:
         src = row.name if row is not None else card.info.name if card is not None else None
         if card is not self.hover or src != self.hover_src:
             if self.hover is not None:
-                self.hover.drag_state = "" if self.hover.info.name in self.blocked else "legal"
+                self.hover.drag_state = self._rest_state(self.hover.info.name)
                 self.hover.setToolTip(self.hover.default_tooltip())
                 self.hover.update()
             self.hover, self.hover_src = card, src
             if card is not None:
-                why = self.reason(src)
-                card.drag_state = "cycle" if why else "hover"
-                card.setToolTip(why or f"Feed {self.user.name}[{self.port.label}] from {src}")
-                card.update()
-        state = "" if self.hover is None else ("cycle" if self.hover.drag_state == "cycle" else "legal")
+                self._hover_state(card, src)
+        state = "" if self.hover is None else {"cycle": "cycle", "mismatch": "mismatch"}.get(self.hover.drag_state, "legal")
         self.band.move_to(pos, state)
+
+    def _hover_state(self, card: NodeCard, src: str) -> None:
+        """Colour and explain the card under the cursor as the source ``src``."""
+        why = self.reason(src)
+        feed = f"Feed {self.user.name}[{self.port.label}] from {src}"
+        fit = self.fit(src) if not why else Fit("unknown")
+        if why:
+            card.drag_state, tip = "cycle", why
+        elif fit.status == "rejected":
+            card.drag_state = "mismatch"
+            tip = (f"{feed}: its shape does not fit. torch rejects {self.user.name} with it: {fit.message} "
+                   "(the edit applies, and the node turns red)")
+        else:
+            card.drag_state, tip = "hover", feed
+        card.setToolTip(tip)
+        card.update()
 
     def release(self, pos: QPointF) -> tuple[dict | None, str | None]:
         """End the drag at ``pos``: ``(edit, None)`` to apply, ``(None, reason)`` for a refusal, or
@@ -135,6 +242,7 @@ class RewireDrag:
 
     def finish(self) -> None:
         """Remove the rubber band and every highlight."""
+        self._timer.stop()
         if self.band.scene() is not None:
             self.scene.removeItem(self.band)
         for c in self.scene.cards.values():
@@ -152,7 +260,7 @@ class RubberBand(QGraphicsItem):
         super().__init__()
         self.anchor = anchor
         self.cursor = anchor
-        self.state = ""     # "", "legal", "cycle": colours the band like the hovered card
+        self.state = ""     # "", "legal", "mismatch", "cycle": colours the band like the hovered card
         self.setZValue(20)
 
     def move_to(self, pos: QPointF, state: str = "") -> None:
@@ -168,7 +276,7 @@ class RubberBand(QGraphicsItem):
 
     def paint(self, painter: QPainter, option, widget=None) -> None:
         """Paint the item (Qt override); cheap at low zoom."""
-        colour = {"legal": st.LEGAL_SOURCE, "cycle": st.CYCLE}.get(self.state, st.EDGE_COLOR)
+        colour = {"legal": st.LEGAL_SOURCE, "mismatch": st.SHAPE_MISMATCH, "cycle": st.CYCLE}.get(self.state, st.EDGE_COLOR)
         p = QPen(st.pen(colour, 2.0))
         p.setStyle(Qt.PenStyle.DashLine)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)

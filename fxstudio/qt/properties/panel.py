@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 
 from fxstudio.core.argsyntax import format_value, parse_value
 from fxstudio.core.errors import FxStudioError
-from fxstudio.core.node_text import target_text
+from fxstudio.core.node_text import REJECTED_SHAPE, UNKNOWN_SHAPE, rejection_text, target_text, unknown_text
 from fxstudio.core.target_catalog import targets_for
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.properties.arg_editor import AddKeywordRow, ArgumentRows, WindowShortcuts
@@ -193,6 +193,8 @@ class PropertiesPanel(QWidget):
         if shape:
             label = QLabel(shape)
             label.setObjectName("fxsShape")
+            label.setProperty("fxsState", "rejected" if shape == REJECTED_SHAPE else "unknown" if shape == UNKNOWN_SHAPE else "")
+            label.setToolTip(rejection_text(node) or unknown_text(node))
             label.setTextInteractionFlags(Qt.TextSelectableByMouse)
             form.addRow(key_label("output"), label)
         module_path = doc.module_path_of(node)
@@ -201,6 +203,13 @@ class PropertiesPanel(QWidget):
             cls = f"  ({stack[-1][1]})" if stack else ""
             form.addRow(key_label("in module"), QLabel(f"{module_path}{cls}"))
         layout.addLayout(form)
+        rejected = rejection_text(node)
+        if rejected:  # torch's own check after the edit: what a run would raise here
+            note = QLabel(f"✖ {rejected}\nA run would fail here: change an argument, or undo (Ctrl+Z).")
+            note.setObjectName("fxsRejected")
+            note.setWordWrap(True)
+            note.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            layout.addWidget(note)
         if node.op not in ("placeholder", "get_attr"):
             self._build_arguments(layout, node)
         self._build_links(layout, "Inputs", node.all_input_nodes)

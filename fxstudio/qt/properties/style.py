@@ -30,6 +30,11 @@ QLabel#fxsKeyDefault { color: #9aa5ad; font-style: italic; padding-right: 4px; }
 QLabel#fxsTitle { font-size: 15px; font-weight: 600; }
 QLabel#fxsBadge { color: white; border-radius: 3px; padding: 1px 6px; font-size: 11px; font-weight: 600; }
 QLabel#fxsError { color: #c62828; font-size: 11px; }
+QLabel#fxsRejected {
+    color: #b71c1c; background: #fdecea; border: 1px solid #e57373; border-radius: 3px; padding: 4px 6px;
+}
+QLabel#fxsShape[fxsState="rejected"] { color: #c62828; font-weight: 600; }
+QLabel#fxsShape[fxsState="unknown"] { color: #8a6d1e; font-style: italic; }
 QLabel#fxsNote { color: #78909c; font-size: 11px; font-style: italic; }
 QLabel#fxsMono, QLabel#fxsRepr {
     font-family: "DejaVu Sans Mono", monospace; font-size: 11px; color: #37474f;
