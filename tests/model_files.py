@@ -52,3 +52,34 @@ def save_small_cnn_pt2(path: Path) -> Path:
 
     torch.export.save(torch.export.export(SmallCNN().eval(), (torch.randn(1, 3, 8, 8),)), str(path))
     return path
+
+
+REPEATED_BLOCKS = 40
+REPEATED_BLOCKS_BODY = f"""
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * 0.5 + x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block() for _ in range({REPEATED_BLOCKS}))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def example_inputs():
+    torch.manual_seed(0)
+    return (torch.randn(2, 8),)
+"""
+"""``Net``: 40 identical ``Block``\\s (``blocks.0`` … ``blocks.39``, each Linear → ReLU → ``* 0.5`` →
+``+ x``; block ``i``'s nodes are ``blocks_i_fc``, ``relu_i``, ``mul_i``, ``add_i``, block 0's
+without the suffix): the repeated-block folds of issue #26. Open it as ``FILE::Net``."""

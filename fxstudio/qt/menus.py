@@ -66,7 +66,8 @@ def build_actions(w) -> dict[str, QAction]:
                                 "action_fold_weights"),
         "fold_repeats": _action(w, "Fold &Repeated Blocks", lambda: None, [],
                                 "Draw each run of identical blocks (GPT-2's layers, a ResNet stage) as its first "
-                                "block and one card for the others", "action_fold_repeats"),
+                                "block and one card for the others; a block that differs (an edit, a divergence "
+                                "in the last run) stays unfolded", "action_fold_repeats"),
         "shortcuts": _action(w, "&Keyboard Shortcuts", lambda: show_shortcuts(w), ["F1"],
                              "Every keyboard shortcut of the window and the canvas"),
         "about": _action(w, "&About fxstudio", w.about, [], "About fxstudio"),

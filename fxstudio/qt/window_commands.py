@@ -4,6 +4,7 @@ find, fit, about. A mixin of ``MainWindow``; each gesture is one core call."""
 from __future__ import annotations
 
 from functools import partial
+from html import escape
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -118,7 +119,7 @@ class WindowCommands:
             self.report_refusal(f"Edit {refusal.number} of {source} was refused: {refusal.error}",
                                 node=edit.get("node") if isinstance(edit, dict) else None)
             return False
-        self.statusBar().showMessage(f"Applied {len(edits)} edits from {source}", 6000)
+        self.show_status(f"Applied {len(edits)} edits from {source}", 6000, whole_document=True)
         return True
 
     # ------------------------------------------------------------------ export
@@ -130,7 +131,7 @@ class WindowCommands:
             return False
         chosen = getattr(self, "_export_filter", EXPORT_FILTERS[0])
         default = self._default_output("_edited.pt2" if chosen == EXPORT_FILTERS[1] else "_edited.py")
-        path, chosen = QFileDialog.getSaveFileName(self, "Export Python", str(default), ";;".join(EXPORT_FILTERS), chosen)
+        path, chosen = QFileDialog.getSaveFileName(self, "Export", str(default), ";;".join(EXPORT_FILTERS), chosen)
         if not path:
             return False
         if not path.lower().endswith((".py", ".pt2")):
@@ -140,9 +141,10 @@ class WindowCommands:
         self.export_to(Path(path))
         return True
 
-    def export_to(self, path: Path) -> BackgroundTask:
+    def export_to(self, path: Path, verify: bool = True) -> BackgroundTask:
         """Export to ``path`` in a worker thread with a progress dialog; returns the task. A ``.pt2``
-        goes through torch.export (``export_pt2``), anything else is written as Python."""
+        goes through torch.export (``export_pt2``), anything else is written as Python. The status
+        bar says "Exporting …" until it ends, then how it ended (done, failed, cancelled)."""
         from fxstudio.core.export import export_pt2, export_python
 
         doc = self.document
@@ -151,11 +153,12 @@ class WindowCommands:
         export = export_pt2 if path.suffix.lower() == ".pt2" else export_python
 
         def work(ctx):
-            return export(doc, path, script_path=script, verify=True, cancel=lambda: ctx.cancelled,
+            return export(doc, path, script_path=script, verify=verify, cancel=lambda: ctx.cancelled,
                           progress=lambda message, fraction: ctx.progress(message, fraction))
 
         task = BackgroundTask(work, name="export", parent=self)
-        progress = QProgressDialog(f"Exporting and verifying {path.name}…", "Cancel", 0, 100, self)
+        doing = "Exporting and verifying" if verify else "Exporting (without verification)"
+        progress = QProgressDialog(f"{doing} {path.name}…", "Cancel", 0, 100, self)
         progress.setObjectName("exportProgress")
         progress.setWindowModality(Qt.WindowModality.WindowModal)
         progress.setMinimumDuration(400)
@@ -171,22 +174,66 @@ class WindowCommands:
         def done(result):
             finish()
             self.last_export = result
-            self.statusBar().showMessage(f"Exported and verified {path}", 8000)
+            self.statusBar().showMessage(f"Exported and verified {path}" if verify else
+                                         f"Exported {path} (not verified)", 8000)
             self.problems.add("info", "export", f"Exported {path.name}: {_export_summary(result)}")
 
         def failed(exc, tb):
+            from fxstudio.core.export import GraphRunFailed
+
             finish()
             message = str(exc) if isinstance(exc, FxStudioError) else f"Export failed unexpectedly: {type(exc).__name__}: {exc}"
             self.problems.add("error", "export", message)
             self.last_export = exc
-            QMessageBox.critical(self, "Export failed", message)
+            first = message.splitlines()[0] if message else ""
+            self.statusBar().showMessage(f"Export of {path.name} failed: "
+                                         + (first if len(first) <= 140 else first[:139] + "…"), 15000)
+            if isinstance(exc, GraphRunFailed):
+                self._explain_graph_failure(path, exc, offer_unverified=verify and exc.skippable)
+            else:
+                QMessageBox.critical(self, "Export failed", message)
 
         task.succeeded.connect(done)
         task.failed.connect(failed)
         task.cancelled_signal.connect(lambda: (finish(), self.statusBar().showMessage("Export cancelled", 5000)))
         self._tasks.append(task)
-        self.statusBar().showMessage(f"Exporting {path.name}…")
+        self.statusBar().showMessage(f"{doing} {path.name}…")
         return task.start()
+
+    def _explain_graph_failure(self, path: Path, exc, offer_unverified: bool) -> None:
+        """The graph raises on its example inputs (``exc``, a ``GraphRunFailed``), so the export
+        could not be verified: say which node raised and torch's message, and offer what the
+        message suggests (``offer_unverified``: export without verification), showing the node,
+        or nothing."""
+        graph = "The edited graph" if exc.edited else "The model itself"
+        node = self.document.find(exc.node) if exc.node and self.document is not None else None
+        where = f" at node <b>{escape(exc.node)}</b>" if exc.node else ""
+        outcome = "cannot be verified" if offer_unverified else "was not written"
+        box = QMessageBox(QMessageBox.Icon.Critical, "Export failed",
+                          f"{graph} fails on its example inputs{where}, so {escape(path.name)} {outcome}.",
+                          parent=self)
+        box.setObjectName("exportFailed")
+        box.setTextFormat(Qt.TextFormat.RichText)
+        calls = f" ({exc.target})" if exc.target else ""
+        box.setInformativeText(
+            f"<p><b>{escape(exc.node or 'The graph')}</b>{escape(calls)} raised<br><tt>{escape(exc.reason)}</tt></p>"
+            "<p>Nothing was written. Fix the node" + (" (or undo the edit)" if exc.edited else "")
+            + (", or export without verification: the file is written without being run, and it fails the "
+               "same way when it is run.</p>" if offer_unverified else
+               ": torch.export runs the graph on these inputs too.</p>"))
+        unverified = (box.addButton("Export without verification", QMessageBox.ButtonRole.AcceptRole)
+                      if offer_unverified else None)
+        show = box.addButton("Show Node", QMessageBox.ButtonRole.ActionRole) if node is not None else None
+        cancel = QMessageBox.StandardButton.Cancel if offer_unverified else QMessageBox.StandardButton.Close
+        box.setDefaultButton(box.addButton(cancel))
+        box.exec()
+        clicked = box.clickedButton()
+        box.deleteLater()
+        if clicked is not None and clicked is unverified:
+            self.export_to(path, verify=False)
+        elif clicked is not None and clicked is show and self.document is not None:
+            self.selection.set([self.document.id_of(node)])
+            self.canvas.setFocus()
 
     def _default_output(self, suffix: str) -> Path:
         folder = Path(self.prefs.last_dir() or Path.cwd())

@@ -30,7 +30,7 @@ def test_export_with_ctrl_e_and_the_file_runs(launch):
     app = launch(EXAMPLES / "add_mul.py")
     set_field(app, "mul", "field:1", "10")
     app.key("ctrl+e")
-    app.dialog("Export Python")
+    app.dialog("Export")
     app.key("Return")  # the dialog proposes <model>_edited.py in the working folder
     g = app.wait_for(lambda g: g["export"] is not None, what="the export to finish", timeout=120)
     assert g["export"]["ok"] and g["export"]["verified"], g["export"]

@@ -44,13 +44,16 @@ def test_fold_repeated_blocks_shows_the_count_and_unfolds(qtbot, make_window):
     assert any(dst == "m.h.1" for (_, dst, _, _) in scene.edges) and any(src == "m.h.1" for (src, _, _, _) in scene.edges)
     assert not [k for k in scene.edges if k[0] in inside or k[1] in inside]
 
-    # An edit in the representative block, and its undo, while folded.
+    # An edit in the representative block, and its undo, while folded: the edited block is drawn
+    # as it is (nothing inside it folds), the next block represents the others (issue #26).
     target = next(n for n in doc.edited.graph.nodes
                   if n.meta.get("fxs_module_path") == "m.h.0.mlp.act" and n.op == "call_function")
     doc.apply_edit({"op": "insert", "after": target.name, "kind": "call_function", "target": "torch.sigmoid",
                     "args": f"(%{target.name},)", "name": "gate"})
     _settle(qtbot, canvas)
-    assert "gate" in scene.cards and set(scene.group_cards) == {"m.h.1"}
+    assert "gate" in scene.cards and set(scene.group_cards) == {"m.h.2"}
+    assert scene.group_cards["m.h.2"].group.label == "m.h.2 … m.h.5 · ×4 identical GPT2Block (as m.h.1)"
+    assert {"m.h.0", "m.h.0.ln_2", "m.h.1"} <= set(scene.frames)
     doc.undo()
     _settle(qtbot, canvas)
     assert "gate" not in scene.cards and set(scene.cards) == folded_cards and set(scene.group_cards) == {"m.h.1"}

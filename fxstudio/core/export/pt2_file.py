@@ -158,7 +158,12 @@ def export_pt2(
         )
 
     report("Running torch.export", 0.05)
-    program = export_program(module, inputs)
+    try:
+        program = export_program(module, inputs)
+    except ExportError:
+        # A graph that fails by itself is not torch.export's doing: say so, naming the node.
+        reference_outputs(module, inputs, edited=bool(_labels), skippable=False)
+        raise
     needs = _custom_namespaces(program)
     search = _search_paths(needs, loaded)
     expected = None

@@ -181,7 +181,7 @@ def export_python(
                 "(--input-shape) or export without verification."
             )
         report("Running the graph in memory", 0.15)
-        expected = reference_outputs(module, tuple(loaded.example_inputs))
+        expected = reference_outputs(module, tuple(loaded.example_inputs), edited=bool(edit_labels))
 
     report("Writing files", 0.25)
     staging = _staging_dir(out_path)

@@ -38,13 +38,14 @@ class GraphRunFailed(ExportError):
     """The graph being exported raises on its example inputs, so there is nothing to verify the
     exported file against (exit 1; nothing is written). ``node``: the name of the node that raised
     (None when it cannot be told), ``target``: what that node calls, ``reason``: torch's message in
-    one line (``TypeError: ...``), ``edited``: whether it is an edited graph (else the model as loaded).
-    Exporting without verification still writes the file (it then fails the same way when run)."""
+    one line (``TypeError: ...``), ``edited``: whether it is an edited graph (else the model as loaded),
+    ``skippable``: whether exporting without verification would write the file (it then fails the
+    same way when run); not for a ``.pt2``, since torch.export runs the graph too."""
 
     def __init__(self, message: str, *, node: str | None = None, target: str = "", reason: str = "",
-                 edited: bool = True):
+                 edited: bool = True, skippable: bool = True):
         super().__init__(message)
-        self.node, self.target, self.reason, self.edited = node, target, reason, edited
+        self.node, self.target, self.reason, self.edited, self.skippable = node, target, reason, edited, skippable
 
 
 _CHILD = r"""
@@ -98,13 +99,14 @@ def plain(value: Any) -> Any:
     return value
 
 
-def reference_outputs(module: torch.nn.Module, inputs: tuple, *, edited: bool = True) -> Any:
+def reference_outputs(module: torch.nn.Module, inputs: tuple, *, edited: bool = True, skippable: bool = True) -> Any:
     """Run ``module`` on a copy of ``inputs`` under the verification seed, leaving its state as it was.
 
     A document's modules share their weights and buffers with the model as loaded: when the run
     may write into them (batch norm statistics, in-place ops) it runs on a copy that owns them.
     ``GraphRunFailed`` naming the node that raised when it fails; ``edited``: the message says
-    "the edited graph" (else "the model itself").
+    "the edited graph" (else "the model itself"); ``skippable``: it suggests exporting without
+    verification.
     """
     from fxstudio.core.module_state import copy_to_run
 
@@ -116,25 +118,26 @@ def reference_outputs(module: torch.nn.Module, inputs: tuple, *, edited: bool = 
         with torch.no_grad():
             out = runner(*copied)
     except Exception as exc:  # noqa: BLE001 - the user's graph may raise anything
-        raise graph_run_failure(runner, inputs, exc, edited=edited) from None
+        raise graph_run_failure(runner, inputs, exc, edited=edited, skippable=skippable) from None
     return plain(out)
 
 
 def graph_run_failure(module: torch.nn.Module, inputs: tuple, exc: BaseException, *,
-                      edited: bool = True) -> GraphRunFailed:
+                      edited: bool = True, skippable: bool = True) -> GraphRunFailed:
     """The ``GraphRunFailed`` of ``module`` raising ``exc`` on ``inputs``: the node is told by the
     traceback (``failing_node``), else by running the graph again node by node in a
     ``torch.fx.Interpreter`` and taking the node it was at when it raised."""
     node = failing_node(module, exc) or _interpreted_failing_node(module, inputs)
-    reason = f"{type(exc).__name__}: {' '.join(first_line(exc).split())}"
+    reason = f"{type(exc).__name__}: {' '.join(first_line(exc).split()).rstrip('.')}"
     target = node_target(node) if node is not None else ""
     what = "the edited graph" if edited else "the model itself"
     where = f" at node `{node.name}` ({target})" if node is not None else ""
     fix = ("that node" if node is not None else "the graph") + (" (or undo the edit)" if edited else "")
-    return GraphRunFailed(
-        f"{what} fails on its example inputs{where}: {reason}. Nothing was written; fix {fix}, "
-        "or export without verification (the file is then written unchecked, and fails the same way).",
-        node=node.name if node is not None else None, target=target, reason=reason, edited=edited)
+    fix += (", or export without verification (--no-verify: the file is then written unchecked, and fails "
+            "the same way)." if skippable else "; torch.export runs the graph on these inputs too.")
+    return GraphRunFailed(f"{what} fails on its example inputs{where}: {reason}. Nothing was written; fix {fix}",
+                          node=node.name if node is not None else None, target=target, reason=reason,
+                          edited=edited, skippable=skippable)
 
 
 def _interpreted_failing_node(module: torch.nn.Module, inputs: tuple) -> torch.fx.Node | None:
@@ -147,6 +150,7 @@ def _interpreted_failing_node(module: torch.nn.Module, inputs: tuple) -> torch.f
 
     class _Tracking(torch.fx.Interpreter):
         def run_node(self, n):
+            """Note ``n`` as the node being run, then run it."""
             at[:] = [n]
             return super().run_node(n)
 

@@ -1,49 +1,110 @@
 """Folding repeated blocks: a run of identical sibling modules (GPT-2's ``h.0`` … ``h.11``, a ResNet
-stage's ``BasicBlock``\\s) drawn as its first block, expanded, and one card for all the others.
+stage's ``BasicBlock``\\s) drawn as its first block, expanded, and cards for all the others.
 
 ``repeat_folds(graph)`` finds the runs (``repeated_groups``) and says what the layout must do:
-collapse every block but the first (``collapsed``) and draw the collapsed ones as one card
-(``merged``: each block after the second maps to the second, whose card stands for them all).
-``label_folds`` writes the labels onto a finished layout: the representative frame says
-"×12 identical", the card names the range. Unfolding is dropping the fold (docs/notes/repeated_blocks.md).
+collapse the folded blocks (``collapsed``) and draw each span of consecutive folded blocks as one
+card (``merged``: each block of a span after its first maps to the first, whose card stands for
+them all). A block that *differs* (``differs``: an edit, a divergence in the last run; a block of
+another shape is not in the run at all) is never folded: it is drawn expanded and splits the
+folded blocks around it into two spans, each labelled with its own count. So are blocks the user
+unfolded (``opened``). ``label_folds`` writes the labels onto a finished layout: the representative
+frame says "×12 identical", each card names its range. Unfolding is dropping the fold
+(docs/notes/repeated_blocks.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from fxstudio.core.layout.groups import class_names, repeated_groups
+from fxstudio.core.layout.groups import ancestors, class_names, repeated_groups
 from fxstudio.core.layout.types import Layout
 from fxstudio.core.node_text import META_MODULE_PATH, META_MODULE_STACK
+
+_NAMED_DIFFERS = 3   # differing blocks a frame label names before it only counts them
 
 
 @dataclass(frozen=True)
 class RepeatRun:
-    """One run of identical sibling blocks, in graph order; ``cls`` their class name ('' unknown)."""
+    """One run of identical sibling blocks, in graph order; ``cls`` their class name ('' unknown).
+
+    ``differs``: (block, reason) of the blocks drawn as they are because they differ from the
+    others ("edited", "diverged"); ``opened``: blocks the user unfolded. Neither is folded."""
 
     paths: tuple[str, ...]
     cls: str = ""
+    differs: tuple[tuple[str, str], ...] = ()
+    opened: tuple[str, ...] = ()
+
+    @property
+    def differing(self) -> dict[str, str]:
+        """Block → why it is not folded ("edited", "diverged")."""
+        return dict(self.differs)
 
     @property
     def first(self) -> str:
-        """The representative, drawn expanded."""
-        return self.paths[0]
+        """The representative, drawn expanded: the first block that does not differ."""
+        differing = self.differing
+        return next((p for p in self.paths if p not in differing), self.paths[0])
+
+    @property
+    def spans(self) -> list[tuple[str, ...]]:
+        """The folded blocks: the consecutive blocks after ``first`` that neither differ nor were
+        opened, split where one does; each span is drawn as one card."""
+        skip = self.differing.keys() | set(self.opened)
+        out: list[tuple[str, ...]] = []
+        current: list[str] = []
+        for p in self.paths[self.paths.index(self.first) + 1:]:
+            if p in skip:
+                if current:
+                    out.append(tuple(current))
+                current = []
+            else:
+                current.append(p)
+        if current:
+            out.append(tuple(current))
+        return out
+
+    @property
+    def cards(self) -> list[str]:
+        """The path of each span's card (its first block)."""
+        return [span[0] for span in self.spans]
 
     @property
     def card(self) -> str:
-        """The path whose collapsed card stands for all blocks but the first."""
-        return self.paths[1]
+        """The path of the first span's card ('' when nothing is folded)."""
+        spans = self.spans
+        return spans[0][0] if spans else ""
 
-    def card_label(self) -> str:
-        """``h.1 … h.11 · ×11 identical GPT2Block``: the folded card's label (range · detail)."""
-        rest = self.paths[1:]
-        span = rest[0] if len(rest) == 1 else f"{rest[0]} … {rest[-1]}"
+    def span_of(self, path: str) -> tuple[str, ...] | None:
+        """The folded span holding block ``path``, or None (not folded)."""
+        return next((span for span in self.spans if path in span), None)
+
+    def card_label(self, card: str | None = None) -> str:
+        """``h.1 … h.11 · ×11 identical GPT2Block (as h.0)``: the label of the card of the span that
+        starts at ``card`` (default: the first span), range · detail."""
+        span = next((s for s in self.spans if card is None or s[0] == card), None) or (card or "",)
+        rng = span[0] if len(span) == 1 else f"{span[0]} … {span[-1]}"
         what = f"identical {self.cls}" if self.cls else "identical blocks"
-        return f"{span} · ×{len(rest)} {what} (as {self.first})"
+        return f"{rng} · ×{len(span)} {what} (as {self.first})"
 
     def frame_label(self, base: str) -> str:
-        """The representative frame's label ``base`` with the run's count."""
-        return f"{base}  ×{len(self.paths)} identical ({self.paths[0]} … {self.paths[-1]})"
+        """The representative frame's label ``base`` with the run's count of identical blocks and
+        the blocks that differ (named, or counted when there are many)."""
+        differing = self.differing
+        text = f"{base}  ×{len(self.paths) - len(differing)} identical ({self.paths[0]} … {self.paths[-1]}"
+        if differing:
+            names = list(differing)
+            if len(names) <= _NAMED_DIFFERS:
+                text += f"; {', '.join(names)} {'differs' if len(names) == 1 else 'differ'}"
+            else:
+                text += f"; {len(names)} differ"
+        return text + ")"
+
+    def differing_label(self, base: str, path: str) -> str:
+        """The frame label of differing block ``path``: ``base`` and why it is not folded
+        (``blocks.20 · Block · edited``: short, so that a block's narrow frame still shows it)."""
+        return f"{base} · {self.differing[path]}"
 
 
 @dataclass
@@ -60,6 +121,13 @@ class RepeatFold:
             if path in run.paths:
                 return run
         return None
+
+    def folded_block(self, module_path: str) -> str | None:
+        """The folded block holding module path ``module_path`` (a block or anything inside one),
+        or None when what is there is drawn (not folded)."""
+        if not self.collapsed or not module_path:
+            return None
+        return next((a for a in ancestors(module_path) if a in self.collapsed), None)
 
 
 def repeat_runs(graph) -> list[RepeatRun]:
@@ -92,17 +160,42 @@ def _consecutive(paths: list[str]) -> list[list[str]]:
     return out
 
 
-def repeat_folds(graph, runs: list[RepeatRun] | None = None) -> RepeatFold:
-    """The fold of every run of ``graph`` (or of ``runs``): all blocks but the first collapsed, the
-    third and later drawn on the second's card."""
+def differing_blocks(runs: Iterable[RepeatRun], nodes: Mapping[object, str]) -> dict[str, str]:
+    """Block → reason for the blocks of ``runs`` holding a node of ``nodes`` (node → why it
+    differs: "edited", "diverged"; the first reason met per block wins, so list edits first)."""
+    blocks = {p for run in runs for p in run.paths}
+    out: dict[str, str] = {}
+    for node, reason in nodes.items():
+        path = node.meta.get(META_MODULE_PATH) or ""
+        block = next((a for a in ancestors(path) if a in blocks), None) if path else None
+        if block is not None:
+            out.setdefault(block, reason)
+    return out
+
+
+def repeat_folds(graph, runs: list[RepeatRun] | None = None, *, differs: Mapping[str, str] | None = None,
+                 opened: Collection[str] = ()) -> RepeatFold:
+    """The fold of every run of ``graph`` (or of ``runs``): every block but the first collapsed,
+    each span of consecutive folded blocks drawn on its first block's card. ``differs`` (block →
+    reason) and ``opened`` (blocks the user unfolded) are drawn expanded; a run with nothing
+    left to fold is left out."""
     runs = repeat_runs(graph) if runs is None else runs
+    differs = differs or {}
+    opened = set(opened)
     collapsed: set[str] = set()
     merged: dict[str, str] = {}
+    kept: list[RepeatRun] = []
     for run in runs:
-        collapsed.update(run.paths[1:])
-        for p in run.paths[2:]:
-            merged[p] = run.card
-    return RepeatFold(runs=runs, collapsed=frozenset(collapsed), merged=merged)
+        run = RepeatRun(run.paths, run.cls, tuple((p, differs[p]) for p in run.paths if p in differs),
+                        tuple(p for p in run.paths if p in opened))
+        spans = run.spans
+        if not spans:
+            continue
+        kept.append(run)
+        for span in spans:
+            collapsed.update(span)
+            merged.update((p, span[0]) for p in span[1:])
+    return RepeatFold(runs=kept, collapsed=frozenset(collapsed), merged=merged)
 
 
 def label_folds(layout: Layout, fold: RepeatFold) -> None:
@@ -110,10 +203,16 @@ def label_folds(layout: Layout, fold: RepeatFold) -> None:
     layout may share its boxes with an earlier one)."""
     from dataclasses import replace
 
+    groups = layout.groups
     for run in fold.runs:
-        card = layout.groups.get(run.card)
-        if card is not None and card.collapsed:
-            layout.groups[run.card] = replace(card, label=run.card_label())
-        frame = layout.groups.get(run.first)
+        for card_path in run.cards:
+            card = groups.get(card_path)
+            if card is not None and card.collapsed:
+                groups[card_path] = replace(card, label=run.card_label(card_path))
+        frame = groups.get(run.first)
         if frame is not None and not frame.collapsed:
-            layout.groups[run.first] = replace(frame, label=run.frame_label(frame.label))
+            groups[run.first] = replace(frame, label=run.frame_label(frame.label))
+        for path in run.differing:
+            frame = groups.get(path)
+            if frame is not None and not frame.collapsed:
+                groups[path] = replace(frame, label=run.differing_label(frame.label, path))

@@ -206,7 +206,7 @@ class OverlayLegend(QFrame):
 class CanvasOverlays:
     """Divergence tints and diff rings on the canvas (mixed into ``GraphCanvas``).
 
-    Expects ``canvas_scene``, ``document`` and ``viewport()`` on the class it is mixed into; that
+    Expects ``canvas_scene``, ``document``, ``repeats`` and ``viewport()`` on the class it is mixed into; that
     class calls ``_init_overlays()`` once (and provides ``_redraw_minimap()``), ``clear_overlays()`` when the document changes,
     ``_apply_overlays()`` after every relayout and ``_place_legend()`` when resized."""
 
@@ -229,6 +229,7 @@ class CanvasOverlays:
         old = self._scores
         self._scores = dict(scores) if scores else {}
         self._tints = {i: c for i, s in self._scores.items() if (c := tint_for(s)) is not None}
+        self.repeats.follow(self)   # a block that diverges now is not folded (repeat_fold.py)
         self._apply_overlays(old.keys() | self._scores.keys(), rings=False)
         self._update_legend()
 

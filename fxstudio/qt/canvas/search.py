@@ -8,10 +8,12 @@ is not a valid regular expression is searched literally, so typing ``(`` never f
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidget
 
+from fxstudio.core.node_text import card_target_text
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.items import CardInfo
 
@@ -121,12 +123,13 @@ class SearchBar(QFrame):
 class CanvasSearch:
     """Search on the canvas (mixed into ``GraphCanvas``): highlight matches, cycle through them.
 
-    Expects ``canvas_scene``, ``search_bar``, ``selection``, ``flush()`` and ``centerOn()`` on
-    the class it is mixed into, and ``_matches``, ``_match_index``, ``_pattern`` set up by it."""
+    Expects ``canvas_scene``, ``search_bar``, ``selection``, ``document``, ``repeats``, ``flush()``
+    and ``centerOn()`` on the class it is mixed into, and ``_matches``, ``_match_index``, ``_pattern`` set up by it."""
 
     def search(self, pattern: str) -> int:
         """Highlight the cards matching ``pattern`` (regex over name, op, target); go to the first.
-        Returns the number of matches."""
+        Returns the number of matches. Nodes folded away in repeated blocks match too, after the
+        cards; typing never unfolds one: Enter / F3 goes to it (and unfolds its span)."""
         self.flush()
         self._pattern = pattern
         if self.search_bar.edit.text() != pattern:   # called from code: show it in the find bar
@@ -134,9 +137,11 @@ class CanvasSearch:
             self.search_bar.edit.setText(pattern)
             self.search_bar.edit.blockSignals(False)
         self._rematch()
-        if self._matches:
-            self._match_index = -1
+        self._match_index = -1
+        if self._matches and self._found(self._matches[0])[0] is not None:
             self.next_match()
+        else:
+            self.search_bar.show_count(0, len(self._matches))
         return len(self._matches)
 
     def _rematch(self) -> None:
@@ -151,12 +156,22 @@ class CanvasSearch:
                 infos.append(row)
                 rows[row.name] = (card, row)
         self._match_rows = rows
+        infos.extend(self._folded_away())
         self._matches = matching(infos, self._pattern)
         self._match_index = min(self._match_index, len(self._matches) - 1)
         for name in self._matches:
             self._mark(name, 1)
         self.search_bar.show_count(self._match_index + 1, len(self._matches))
         self._update_highlights()
+
+    def _folded_away(self) -> list:
+        """What to match of the nodes a repeated-block fold hides (``repeat_fold.py``): going to
+        one selects it, which unfolds its span."""
+        fold, doc = self.repeats.fold, self.document
+        if fold is None or doc is None:
+            return []
+        return [SimpleNamespace(name=n.name, op=n.op, target=card_target_text(n, doc.edited)) for n in doc.edited.graph.nodes
+                if n.op != "output" and fold.folded_block(doc.module_path_of(n)) is not None]
 
     def _found(self, name: str):
         """(card, row) of a match: its own card and None, or the card showing it as ``row``."""
@@ -208,8 +223,16 @@ class CanvasSearch:
             self._mark(old, 1)
         self._match_index = (self._match_index + step) % len(self._matches)
         name = self._matches[self._match_index]
-        self._mark(name, 2)
         card, row = self._found(name)
+        if card is None:   # folded away: selecting it unfolds its span, and the matches are redone
+            node = self.document.find(name) if self.document is not None else None
+            if node is not None:
+                self.selection.set([self.document.id_of(node)])
+            self._match_index = self._matches.index(name) if name in self._matches else 0
+            card, row = self._found(name)
+            if card is None:
+                return None
+        self._mark(name, 2)
         self.centerOn(card.sceneBoundingRect().center())
         self.selection.set([row.node_id if row is not None else card.info.node_id])
         self.search_bar.show_count(self._match_index + 1, len(self._matches))

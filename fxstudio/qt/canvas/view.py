@@ -212,7 +212,10 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         if not events or self.document is None:
             return
         try:
-            self._redraw(events)
+            if self.repeats.refresh(self, events):   # blocks that differ now: fold anew, lay out anew
+                self.repeats.redraw(self)
+            else:
+                self._redraw(events)
         except Exception:  # noqa: BLE001 (the graph is fine; only the drawing of it failed)
             try:
                 self._relayout(previous=None)
@@ -297,6 +300,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
     # -- selection ----------------------------------------------------------------------------
     def _selection_changed(self, ids: list) -> None:
         self.flush()
+        self.repeats.reveal(self, self.selection.current())   # a node folded away: unfold its span
         self._apply_selection(scroll=True)
 
     def _apply_selection(self, scroll: bool, cards=None) -> None:
@@ -365,7 +369,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
             self._edge_scroll(event.position().toPoint())
             self._drag.move(self.mapToScene(event.position().toPoint()))
             hover = self._drag.hover
-            if hover is not None and hover.drag_state == "cycle":   # say why at once, not after a rest
+            if hover is not None and hover.drag_state in ("cycle", "mismatch"):   # say why at once, not after a rest
                 QToolTip.showText(event.globalPosition().toPoint(), hover.toolTip(), self.viewport())
             else:
                 QToolTip.hideText()
