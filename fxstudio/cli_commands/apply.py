@@ -4,9 +4,9 @@ the edited module and verify it.
 
 An edit that applies but makes a node fail torch's own checks (fake-tensor propagation raises there,
 so a run would fail: ``mul`` of a tensor and ``'hello'``, a ``Linear(5→2)`` fed a ``1×10`` input)
-is reported on stderr, one line per rejected node with torch's message; the graph is still printed
-(and, with ``-o``, written without the verification run that cannot pass), and the exit status is 1
-unless ``--keep-invalid`` is given.
+is reported on stderr, one line per rejected node with torch's message; the graph is still printed,
+and the exit status is 1 with nothing written, unless ``--keep-invalid`` is given (then ``-o`` writes
+the file without the verification run that cannot pass).
 
 A ``run_pass`` / ``replace_pattern`` edit naming a pass file runs code from that file (relative to the
 script's folder): without ``--trust-passes`` the script is refused before anything runs (exit 2, one
@@ -88,6 +88,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"fxstudio: {'kept (--keep-invalid): ' if keep else ''}{problem.line}"
               f"{'' if keep else ' (a run would fail there; pass --keep-invalid to accept it)'}", file=sys.stderr)
     if not ok:
+        return 1
+    if rejected and not keep:
+        if getattr(args, "output", None):  # a file that fails every run is written only when asked to
+            print(f"fxstudio: {args.output} not written: torch rejects %{rejected[0].name} "
+                  "(--keep-invalid writes it without the verification run)", file=sys.stderr)
         return 1
     code = 0
     if getattr(args, "output", None):

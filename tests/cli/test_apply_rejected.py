@@ -63,3 +63,12 @@ def test_keep_invalid_exits_0_still_saying_it_and_writes_the_file(tmp_path):
 def test_keep_invalid_is_in_the_help():
     proc = subprocess.run([sys.executable, "-m", "fxstudio", "apply", "--help"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "--keep-invalid" in proc.stdout and "fake-tensor" in proc.stdout
+
+
+def test_without_keep_invalid_the_output_file_is_not_written(tmp_path):
+    proc = _apply(tmp_path, "-o", "out.py")
+    assert proc.returncode == 1
+    assert not (tmp_path / "out.py").exists()
+    err = proc.stderr.splitlines()
+    assert err[-1] == "fxstudio: out.py not written: torch rejects %mul (--keep-invalid writes it without the verification run)"
+    assert "Traceback" not in proc.stderr
