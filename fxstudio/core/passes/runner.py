@@ -28,6 +28,7 @@ import torch
 import torch.fx
 from torch.fx.passes.infra.pass_base import PassResult
 
+from fxstudio.core.threads import choose_for, torch_threads
 from fxstudio.core.gc_pause import collections_off
 from fxstudio.core import fx_compat
 from fxstudio.core.errors import EditRefused
@@ -162,8 +163,10 @@ def run_pass(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | None =
     example inputs and the edit's keyword arguments; with example inputs the result must run on
     them once (``trial``), which also records the shapes it measured; None: no run (an API caller).
     No cyclic collection runs meanwhile (``collections_off``; the window's collector keeps it off
-    on worker threads anyway)."""
-    with collections_off():
+    on worker threads anyway). torch runs on the thread count ``threads.choose_for`` gives the graph:
+    a pass that calibrates or profiles on the inputs runs them as a compare would."""
+    example = tuple((inputs.example_inputs if inputs is not None else None) or ())
+    with collections_off(), torch_threads(choose_for(gm, example).count):
         return _run_checked(obj, gm, label, path, share_tensors, inputs)
 
 
