@@ -17,6 +17,17 @@ History and Run docks, autosave journal on.
 * code dock refresh: regenerating the edited code (torch codegen, no compile) and colouring the visible lines.
 
 Each figure is also a ratio to ``graph.lint()`` on the same graph, measured in the same run.
+
+**Run** (issue #25, "Run at the speed of a forward"; ``--run-only``: this section alone): the Run
+pane's Run on issue #25's 3,000-node residual MLP (``bench/floor.py``'s model, 500 blocks, 2×16
+input, opened as ``deep_mlp.py::Deep``) with the window's thread policy (``threads.start_process``;
+torch's own settings otherwise, no ``set_num_threads(1)``), from the click to the report shown: the
+first Run after the open, and a Run after an edit (median). Next to it ``bench/floor.py``'s *floor*
+(the figure ``bench_compare`` uses too): a fresh ``python`` that imports torch, builds the model,
+``symbolic_trace``s it and runs it twice, the better of torch's default threads and
+``OMP_NUM_THREADS=1``. Both idle and while ``os.cpu_count()`` other processes keep every core busy
+(``floor.busy_machine``). Target: Run ≤ 2x the floor. The stall watchdog (``fxstudio.qt.stall_watch``)
+gives the longest time the window did not answer during each Run (target 100 ms).
 """
 
 from __future__ import annotations
@@ -30,6 +41,9 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 TARGET_MS = 100.0
+RUN_TARGET_RATIO = 2.0
+RUN_BLOCKS = 500  # × 6 nodes: the 3,000-node model of the Run section (bench/floor.py's)
+
 
 
 def _ms(samples: list[float]) -> float:
@@ -54,6 +68,96 @@ def _settle(app) -> None:
     app.processEvents()
 
 
+def _settle_for(app, seconds: float) -> None:
+    """Process events for ``seconds``: the deferred and debounced redraws of what came before."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        app.processEvents()
+        time.sleep(0.005)
+
+
+def _click_run(app, win, watch) -> tuple[float, float]:
+    """Click Run in the window's Run pane; seconds until the report is shown, and the watchdog's
+    longest stall (ms) during it."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    pane = win.run_pane
+    before = len(watch.written)
+    t = time.perf_counter()
+    QTest.mouseClick(pane.run_button, Qt.MouseButton.LeftButton)
+    while pane.running or pane.report is None:
+        app.processEvents()
+        time.sleep(0.001)
+    app.processEvents()  # the report painted
+    seconds = time.perf_counter() - t
+    end = time.perf_counter() + 2.0
+    while len(watch.written) == before and time.perf_counter() < end:  # the line comes once settled
+        app.processEvents()
+        time.sleep(0.005)
+    stall = next((ms for name, ms in watch.written[before:] if name == "run"), float("nan"))
+    return seconds, stall
+
+
+def run_section(app, tmp: str, quick: bool) -> bool:
+    """The Run section (see the module docstring); True when every ratio meets the target."""
+    import contextlib
+    from pathlib import Path
+
+    from bench import floor as floors
+    from fxstudio.core import threads
+    from fxstudio.qt import stall_watch
+    from fxstudio.qt.main_window import MainWindow
+
+    choice = threads.start_process(leave_for_gui=True)  # what `fxstudio MODEL` does at start
+    watch = stall_watch.install(app, os.path.join(tmp, "stalls.log"))
+    folder = Path(tmp) / "run"
+    folder.mkdir(exist_ok=True)
+    model_path, _edit = floors.write_files(folder)
+    model = f"{model_path}::Deep"
+    rows, ok = [], True
+    for load in ("idle", "every core busy"):
+        with floors.busy_machine() if load != "idle" else contextlib.nullcontext():
+            measured = floors.floor_seconds(folder, 1 if quick else 3)
+            floor = measured["floor"]
+            floor_how = "OMP_NUM_THREADS=1" if measured["one_thread"] <= measured["default"] else "default threads"
+            win = MainWindow(persist=False, autosave=False)
+            win.resize(1600, 1000)
+            win.show()
+            win.open_path(model, origin="argument", sync=True)
+            _settle_for(app, 1.0)
+            win.docks["run"].show()
+            win.docks["run"].raise_()
+            _settle_for(app, 1.0)
+            first, first_stall = _click_run(app, win, watch)
+            after, stalls = [], []
+            for i in range(1 if quick else 3):
+                doc = win.document  # an edit (bench_compare's): the next Run copies, schedules, compiles afresh
+                doc.apply_edit({"op": "set_arg", "node": f"mul_{400 + i}", "key": 1, "value": "1.5"})
+                _settle_for(app, 1.0)
+                seconds, stall = _click_run(app, win, watch)
+                after.append(seconds)
+                stalls.append(stall)
+            note = next((n for n in win.run_pane.report.notes if "torch thread" in n), "")
+            win.document.mark_saved()
+            win.close()
+        again = statistics.median(after)
+        for what, seconds, stall in (("first Run after the open", first, first_stall),
+                                     ("Run after an edit (median)", again, max(stalls))):
+            ratio = seconds / floor
+            ok &= ratio <= RUN_TARGET_RATIO
+            rows.append((load, what, seconds, floor, floor_how, ratio, stall, note))
+    print(f"\nRun on a {RUN_BLOCKS * 6:,}-node residual MLP (2×16 input), click → report shown; floor: a fresh "
+          f"python imports torch, builds, traces and runs the model twice. Window threads at start: {choice.text()}.\n")
+    print("| load | window | seconds | floor s (better of) | × floor | target | longest stall ms | run's threads |")
+    print("| --- | --- | ---: | --- | ---: | --- | ---: | --- |")
+    for load, what, seconds, floor, how, ratio, stall, note in rows:
+        verdict = f"≤ {RUN_TARGET_RATIO:g}x " + ("✔" if ratio <= RUN_TARGET_RATIO else "✘")
+        print(f"| {load} | {what} | {seconds:.2f} | {floor:.2f} ({how}) | {ratio:.2f} | {verdict} | {stall:.0f} "
+              f"| {note.removeprefix('ran on ')} |")
+    return ok
+
+
 def main(argv: list[str]) -> int:
     """Print the latency table; exit 1 when a median misses the target."""
     quick = "--quick" in argv
@@ -67,6 +171,8 @@ def main(argv: list[str]) -> int:
     from fxstudio.qt.main_window import MainWindow
 
     app = make_app()
+    if "--run-only" in argv:
+        return 0 if run_section(app, tmp, quick) else 1
     doc = _document(n_nodes)
     nodes = list(doc.edited.graph.nodes)
     print(f"graph: {len(nodes)} nodes", flush=True)
@@ -271,6 +377,7 @@ def main(argv: list[str]) -> int:
         print(f"| {name} | {ms:.1f} | {ms / lint_ms:.2f} | {verdict} |")
     win.document.mark_saved()
     win.close()
+    failed |= not run_section(app, tmp, quick)
     return 1 if failed else 0
 
 

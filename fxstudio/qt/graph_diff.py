@@ -9,6 +9,9 @@ document), and ``diff_changed`` is emitted then, so the canvas's rings stay curr
 redrawn ``DEBOUNCE_MS`` after the last event, and only while the view is on screen (a hidden view
 redraws when it is shown). Other events (a reset) cause a full, deferred recompute: at the
 debounce when ``live()`` says someone else follows ``diff_changed``, else when the list is shown.
+An event naming more than ``DEFER_ABOVE`` nodes (a pass that rewrote thousands) is re-examined on
+the next event-loop turn instead, not inside the edit: the edit's own work and this one are then
+two shorter waits of the window, not one long one (issue #25).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from fxstudio.qt.selection import SelectionModel
 
 
 DEBOUNCE_MS = 300
+DEFER_ABOVE = 256
+"""Events naming more nodes than this update the diff on the next event-loop turn."""
 
 
 class GraphDiffView(QWidget):
@@ -41,6 +46,7 @@ class GraphDiffView(QWidget):
         self.dirty = False  # the document changed since the list was drawn
         self._full = False  # the diff itself needs a full pass
         self.live = lambda: False  # True: a listener needs each diff at once (set by the run pane)
+        self._pending: set[int] = set()  # node ids of large events, examined on the next turn
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
@@ -61,6 +67,7 @@ class GraphDiffView(QWidget):
         """Show the diff of ``doc`` (None: nothing) and follow its edits."""
         self.doc = doc
         self._differ = None
+        self._pending = set()
         self._subscription.follow(doc)
         self.refresh()
 
@@ -72,12 +79,25 @@ class GraphDiffView(QWidget):
             # Only the nodes the event names can have changed: re-examine those (cheap), so the
             # diff (and the canvas's rings) stay current; the list itself is redrawn later.
             ids = set(event.added) | set(event.removed) | set(event.changed)
-            self.diff = self._differ.update(self.doc.edited, ids, self.doc.node)
-            self.diff_changed.emit(self.diff)
+            if self._pending or len(ids) > DEFER_ABOVE:
+                if not self._pending:
+                    QTimer.singleShot(0, self._update_pending)
+                self._pending |= ids
+            else:
+                self._update(ids)
         else:
             self._full = True  # anything else: a full pass, deferred like the list
         self.dirty = True
         self._timer.start()
+
+    def _update(self, ids: set[int]) -> None:
+        self.diff = self._differ.update(self.doc.edited, ids, self.doc.node)
+        self.diff_changed.emit(self.diff)
+
+    def _update_pending(self) -> None:
+        ids, self._pending = self._pending, set()
+        if ids and self._differ is not None and not self._full and self.doc is not None:
+            self._update(ids)
 
     def _deferred(self) -> None:
         if self._full:
@@ -90,7 +110,9 @@ class GraphDiffView(QWidget):
         """Redraw now if an event is still pending (tests, and callers that need the list)."""
         if self._full:
             self.refresh()
-        elif self.dirty:
+            return
+        self._update_pending()
+        if self.dirty:
             self._redraw()
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt override
@@ -101,6 +123,7 @@ class GraphDiffView(QWidget):
     def refresh(self) -> None:
         """Recompute the diff (a full pass) and redraw the list."""
         self._full = False
+        self._pending = set()
         if self.doc is None:
             self._timer.stop()
             self.dirty = False

@@ -27,6 +27,7 @@ def make_app() -> QApplication:
     """The QApplication (created once), styled."""
     from PySide6.QtCore import qInstallMessageHandler
 
+    from fxstudio.qt import stall_watch
     from fxstudio.qt.gui_gc import install_gui_thread_collector
     from fxstudio.qt.style import apply_app_style
 
@@ -43,6 +44,7 @@ def make_app() -> QApplication:
         app.setWindowIcon(QIcon(str(ICON_PNG)))
     apply_app_style(app)
     install_gui_thread_collector(app)  # widgets in cycles are never deleted off the GUI thread
+    stall_watch.install(app)  # only with FXSTUDIO_STALL_LOG set
     return app
 
 

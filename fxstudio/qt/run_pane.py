@@ -5,17 +5,21 @@ cancel), a metrics table per output, the per-node table, the graph-diff list and
 plots. Clicking a node's point or row selects it through the ``SelectionModel`` and emits
 ``node_activated(id)``; ``report_ready(CompareReport)`` gives the window the per-node divergence
 (``report.divergence_by_id``) to colour the canvas with.
+
+The Threads box sets torch's threads for the run (``run_controls``; "auto": the policy of
+``fxstudio.core.threads``), and the summary says what the run got and why. Each model is timed by
+``compare_models``'s automatic default (up to 5 runs within 0.1 s). Run is the ``stall_watch``
+action "run", from the click to the report shown; the bar is busy while the run prepares, then
+moves with every 1% of the nodes compared (naming the node) and with each timed model.
 """
 
 from __future__ import annotations
 
-import copy
 import html
 import math
 import threading
 from collections.abc import Callable
 
-import torch.fx
 from PySide6.QtCore import QMetaMethod, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
@@ -23,22 +27,22 @@ from PySide6.QtWidgets import (
     QSplitter, QTableWidget, QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget,
 )
 
+from fxstudio.core import threads as thread_policy
 from fxstudio.core.compare import warm_up_fused_kernel
 from fxstudio.core.compare import CompareReport, RunCancelled, available_devices, compare_models
 from fxstudio.core.errors import FxStudioError, RunError
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.graph_diff import GraphDiffView
+from fxstudio.qt.run_controls import EditedSnapshot, ThreadsBox, thread_note
 from fxstudio.qt.run_inputs_editor import InputsEditor
-from fxstudio.qt.run_plots import COLORS, RunPlots
+from fxstudio.qt.run_nodes_table import STATUS_TEXT, NodesTable, number_text as _num
+from fxstudio.qt.run_plots import RunPlots
 from fxstudio.qt.selection import SelectionModel
-from fxstudio.qt import workers
+from fxstudio.qt import stall_watch, workers
 from fxstudio.qt.workers import start_worker
 
 DTYPES = ["as loaded", "float32", "float16", "bfloat16"]
-REPEATS = 3
-"""Timed runs per model after the warm-up: the pane is interactive, so fewer than the CLI's 5."""
-STATUS_TEXT = {"equal": "equal", "close": "within tol.", "diverged": "DIVERGED", "no_counterpart": "inserted",
-               "error": "ERROR"}
+__all__ = ["RunPane", "STATUS_TEXT", "render_screenshot"]
 
 
 class _RunJob(QObject):
@@ -81,12 +85,6 @@ def _item(text: str, *, align_right: bool = False, color: QColor | None = None, 
     return item
 
 
-def _num(x: float | None, fmt: str = ".3g") -> str:
-    if x is None:
-        return "—"
-    return "inf" if math.isinf(x) else format(x, fmt)
-
-
 def _content_width(table: QTableWidget) -> int:
     """The width ``table`` needs to show every column whole, with its frame and a vertical scroll bar."""
     header, metrics = table.horizontalHeader(), table.fontMetrics()
@@ -120,14 +118,27 @@ def _table(headers: list[str]) -> QTableWidget:
 _warming: list[threading.Thread] = []
 
 
+def _kernel_worth_loading(doc) -> bool:
+    """Whether a run of ``doc`` may want the comparison kernel: a tensor of it is not small
+    (``threads.SMALL_TENSOR_ELEMENTS``, the policy's own line; the kernel loads for pairs of 64k
+    elements and up), or its sizes are unknown. A graph of small tensors is compared by numpy."""
+    if doc is None:
+        return False
+    largest = thread_policy.largest_tensor_elements(doc.original, tuple(doc.loaded.example_inputs or ()))
+    return largest is None or largest >= thread_policy.SMALL_TENSOR_ELEMENTS
+
+
 def _warm_comparison_kernel_soon(delay_ms: int = 300) -> None:
-    """Once per process, just after a run pane is first shown: load the comparison kernel on a
-    worker thread (``warm_up_fused_kernel``), so that the first Run does not wait ~0.5 s for it.
+    """Once per process, just after a run pane is first shown with a document whose run will use
+    it (``_kernel_worth_loading``): load the comparison kernel on a worker thread
+    (``warm_up_fused_kernel``), so that the first Run does not wait ~0.5 s for it.
 
     Not at start-up: the import holds the interpreter for about half a second, which would slow
     whatever the user does on a big graph then (selecting took 110 instead of 68 ms in
     ``bench.bench_window``); a user who opens the Run tab is about to run. Nor while a model is
-    loading: the load would share the interpreter with it (a 10k-node ``.pt2`` drew 1.5x slower)."""
+    loading: the load would share the interpreter with it (a 10k-node ``.pt2`` drew 1.5x slower).
+    Nor for a graph of small tensors, which never uses the kernel: importing numba holds the
+    interpreter in stretches of 0.15-0.2 s, stalls of the window while the user clicks Run."""
     if _warming:
         return
     thread = threading.Thread(target=warm_up_fused_kernel, name="fxstudio-warm-kernel", daemon=True)
@@ -155,15 +166,21 @@ class RunPane(QWidget):
         self.report: CompareReport | None = None
         self.stale = False
         self._job: _RunJob | None = None
+        self._snapshot: EditedSnapshot | None = None  # the edited graph as last run, while unchanged
         self._changed_during_run = False
         self._subscription = DocumentSubscription(self._document_changed)
         self._build()
         selection.changed.connect(self._follow_selection)
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt override
-        """The first time any run pane is shown, the comparison kernel starts loading."""
+        """The first time a run pane is shown with a document that will use the comparison kernel,
+        the kernel starts loading."""
         super().showEvent(event)
-        _warm_comparison_kernel_soon()
+        self._warm_kernel()
+
+    def _warm_kernel(self) -> None:
+        if not _warming and self.isVisible() and _kernel_worth_loading(self.doc):
+            _warm_comparison_kernel_soon()
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -187,9 +204,11 @@ class RunPane(QWidget):
         self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
         self.inputs_editor = InputsEditor()
+        self.threads = ThreadsBox()
 
         row = QHBoxLayout()
-        for label, widget in (("Device", self.device), ("dtype", self.dtype), ("rtol", self.rtol), ("atol", self.atol)):
+        for label, widget in (("Device", self.device), ("dtype", self.dtype), ("rtol", self.rtol), ("atol", self.atol),
+                              ("Threads", self.threads)):
             row.addWidget(QLabel(label))
             row.addWidget(widget)
         row.addSpacing(8)
@@ -207,7 +226,7 @@ class RunPane(QWidget):
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
         self.metrics = _table(["Output", "Shape", "Max abs", "Max rel", "Cosine", "allclose"])
-        self.nodes_table = _table(["#", "Node", "Status", "Max abs", "Err / tol"])
+        self.nodes_table = NodesTable()
         self.nodes_table.itemClicked.connect(self._node_row_clicked)
         self.diff_view = GraphDiffView(self.selection)
         self.diff_view.diff_changed.connect(self.diff_changed)
@@ -246,6 +265,7 @@ class RunPane(QWidget):
         """Follow ``doc`` (None: nothing open); a previous report is cleared."""
         self.cancel()
         self.doc = doc
+        self._snapshot = None
         self.report = None
         self.stale = False
         self._changed_during_run = False
@@ -255,6 +275,7 @@ class RunPane(QWidget):
         self.nodes_table.setRowCount(0)
         self.diff_view.set_document(doc)
         self._subscription.follow(doc)
+        self._warm_kernel()
         if doc is not None:
             self.inputs_editor.set_example_inputs(doc.loaded.example_inputs)
             self.status.setText(f"{html.escape(doc.loaded.display_name)}: edit the graph, then Run to compare "
@@ -266,6 +287,7 @@ class RunPane(QWidget):
     def _document_changed(self, event) -> None:
         if getattr(event, "kind", "edited") == "saved":
             return
+        self._snapshot = None
         if self._job is not None:
             self._changed_during_run = True  # the run compares the graph as it was when Run was pressed
         elif self.report is not None and not self.stale:
@@ -299,22 +321,33 @@ class RunPane(QWidget):
             self._show_error(str(exc))
             return
         doc = self.doc
-        # Snapshot the edited graph on the GUI thread: the user may edit again while the run goes on.
-        try:
-            live = doc.module()
-            edited = torch.fx.GraphModule(live, copy.deepcopy(live.graph))
-        except Exception as exc:  # noqa: BLE001 - a graph that does not compile is shown, not raised
-            self._show_error(f"The edited graph cannot be compiled: {type(exc).__name__}: {exc}")
-            return
+        # The edited graph as it is now (the user may edit again while the run goes on): copied here,
+        # built and compiled on the worker; reused while the document does not change.
+        stall_watch.begin("run")
+        if self._snapshot is None or self._snapshot.doc is not doc:
+            try:
+                self._snapshot = EditedSnapshot(doc)
+            except Exception as exc:  # noqa: BLE001 - a graph that cannot be copied is shown, not raised
+                stall_watch.end("run")
+                self._show_error(f"The edited graph cannot be copied for the run: {type(exc).__name__}: {exc}")
+                return
+        snapshot = self._snapshot
         original, traced = doc.loaded.module, doc.original
         device = self.device.currentText()
         dtype = None if self.dtype.currentText() == DTYPES[0] else self.dtype.currentText()
         seed = self.inputs_editor.seed_value()
         source = self.inputs_editor.describe()
+        threads = self.threads.threads()
 
         def work(progress, cancel):
+            progress(0.0, f"preparing the run of {snapshot.nodes:,} nodes")
+            try:
+                edited = snapshot.module()
+            except Exception as exc:  # noqa: BLE001 - a graph that does not compile is shown, not raised
+                raise RunError(f"The edited graph cannot be compiled: {type(exc).__name__}: {exc}") from None
             report = compare_models(original, traced, edited, inputs, device=device, dtype=dtype, rtol=rtol,
-                                    atol=atol, progress=progress, cancel=cancel, seed=seed, repeats=REPEATS)
+                                    atol=atol, progress=progress, cancel=cancel, seed=seed, repeats=None,
+                                    threads=threads)
             report.notes.insert(0, f"ran on {source}")
             return report
 
@@ -326,8 +359,10 @@ class RunPane(QWidget):
         job.cancelled.connect(self._cancelled)
         self._job = job
         self._changed_during_run = False
-        self.progress.setValue(0)
-        self.status.setText(f"Running on {device}…")
+        # Busy (an animated bar) while the run prepares: copying, compiling and scheduling the
+        # graphs report no fraction (0.5-1 s on 3,000 nodes); the first compared node sets a range.
+        self.progress.setRange(0, 0)
+        self.status.setText(f"Running on {device}{'' if threads is None else f', {threads} thread(s)'}…")
         self._update_enabled()
         start_worker(job.thread)
 
@@ -339,12 +374,15 @@ class RunPane(QWidget):
 
     def _progress(self, fraction: float, text: str) -> None:
         if self._job is not None and not self._job.cancel_event.is_set():
+            if fraction > 0 and self.progress.maximum() == 0:
+                self.progress.setRange(0, 1000)  # the preparation is over: how far along, from here on
             self.progress.setValue(int(fraction * 1000))
             self.status.setText(f"Running on {self.device.currentText()}: {html.escape(text)}")
 
     def _end_job(self) -> bool:
         """Forget the finished job; False when it ran for a document no longer shown (drop its result)."""
         job, self._job = self._job, None
+        self.progress.setRange(0, 1000)
         current = job is None or job.doc is self.doc
         if job is not None:
             job.deleteLater()
@@ -354,17 +392,22 @@ class RunPane(QWidget):
     def _finished(self, report: CompareReport) -> None:
         if self._end_job():
             self.progress.setValue(1000)
-            self.show_report(report)
+            self.show_report(report, staged=True, done=lambda: stall_watch.end("run"))
+        else:
+            stall_watch.end("run")
 
     def _failed(self, message: str) -> None:
         if self._end_job():
             self.progress.setValue(0)
             self._show_error(message)
+        self._snapshot = None  # built again next time (a graph that would not compile, say)
+        stall_watch.end("run")
 
     def _cancelled(self) -> None:
         if self._end_job():
             self.progress.setValue(0)
             self.status.setText("Run cancelled.")
+        stall_watch.end("run")
 
     def _show_error(self, message: str) -> None:
         self.status.setText(f"<span style='color:#c62828'>{html.escape(message)}</span>")
@@ -373,13 +416,17 @@ class RunPane(QWidget):
         busy = self._job is not None
         self.run_button.setEnabled(self.doc is not None and not busy)
         self.cancel_button.setEnabled(busy)
-        for w in (self.device, self.dtype, self.rtol, self.atol, self.inputs_editor):
+        for w in (self.device, self.dtype, self.rtol, self.atol, self.threads, self.inputs_editor):
             w.setEnabled(not busy)
 
     # -- showing a report -----------------------------------------------------------------------
 
-    def show_report(self, report: CompareReport) -> None:
-        """Fill the summary, tables and plots from ``report`` and emit ``report_ready``."""
+    def show_report(self, report: CompareReport, *, staged: bool = False,
+                    done: Callable[[], None] | None = None) -> None:
+        """Fill the summary, tables and plots from ``report`` and emit ``report_ready``, then call
+        ``done``. With ``staged`` the plots, then ``report_ready`` (the canvas colours its cards),
+        come on the next event-loop turns: on a 3,000-node graph three waits of the window of
+        30-70 ms each rather than one of 150 ms (a report replaced meanwhile stops there)."""
         self.report = report
         self.stale = False
         self.status.setText(self._summary(report))
@@ -388,19 +435,37 @@ class RunPane(QWidget):
         self._fill_metrics(report)
         self._fill_nodes(report)
         self._fit_tables()
-        self.plots.show_report(report)
-        self.plots.mark_selected(self.selection.current())
         self.tabs.setCurrentWidget(self.nodes_table)
-        focus = report.first_divergence or next((n for n in report.nodes if n.status == "error"), None)
-        if focus is not None:
-            # After the table has laid out its new rows, or the scroll is lost.
-            QTimer.singleShot(0, lambda row=focus.index: self._scroll_nodes_to(row))
-        self.report_ready.emit(report)
+
+        def plots() -> None:
+            self.plots.show_report(report)
+            self.plots.mark_selected(self.selection.current())
+            focus = report.first_divergence or next((n for n in report.nodes if n.status == "error"), None)
+            if focus is not None:
+                # After the table has laid out its new rows, or the scroll is lost.
+                QTimer.singleShot(0, lambda row=focus.index: self._scroll_nodes_to(row))
+
+        stages = [plots, lambda: self.report_ready.emit(report)]
+
+        def next_stage() -> None:
+            if self.report is report and stages:
+                stages.pop(0)()
+            if self.report is report and stages:
+                QTimer.singleShot(0, next_stage)
+            elif done is not None:
+                done()
+        if staged:
+            QTimer.singleShot(0, next_stage)
+        else:
+            while stages:
+                stages.pop(0)()
+            if done is not None:
+                done()
 
     def _fit_tables(self) -> None:
         """Widen the tables' side of the splitter so that every column shows whole (allclose is the
         last one), up to half the pane: the plots keep the rest."""
-        needed = max(_content_width(self.metrics), _content_width(self.nodes_table))
+        needed = max(_content_width(self.metrics), self.nodes_table.content_width(_CELL_MARGIN))
         sizes = self.splitter.sizes()
         total = sum(sizes)
         if total <= 0 or sizes[0] >= needed:
@@ -432,6 +497,9 @@ class RunPane(QWidget):
             parts.append("tracing changed nothing" if traced_same else "<b>tracing changed the outputs</b>")
         if r.timings_ms:
             parts.append(" · ".join(f"{k} {v:.2f} ms" for k, v in r.timings_ms.items()))
+        note = thread_note(r)
+        if note:
+            parts.append(html.escape(note))
         parts.append(f"{r.device}, {r.dtype or 'dtype as loaded'}, rtol {r.rtol:g}, atol {r.atol:g}")
         return " — ".join(parts[:1]) + "<br>" + " · ".join(parts[1:])
 
@@ -450,19 +518,7 @@ class RunPane(QWidget):
                 table.setItem(row, col, item)
 
     def _fill_nodes(self, r: CompareReport) -> None:
-        table = self.nodes_table
-        table.setRowCount(0)
-        table.setRowCount(len(r.nodes))
-        for row, n in enumerate(r.nodes):
-            color = {"diverged": COLORS["diverged"], "error": COLORS["first"], "close": COLORS["close"],
-                     "no_counterpart": QColor(120, 80, 200)}.get(n.status)
-            if r.first_divergence is not None and n.index == r.first_divergence.index:
-                color = COLORS["first"]
-            cells = [_item(str(n.index), align_right=True), _item(n.name, data=n.node_id),
-                     _item("unchanged" if n.shared else STATUS_TEXT.get(n.status, n.status), color=color),
-                     _item(_num(n.max_abs), align_right=True), _item(_num(n.score), align_right=True)]
-            for col, item in enumerate(cells):
-                table.setItem(row, col, item)
+        self.nodes_table.set_report(r)
 
     # -- selection ------------------------------------------------------------------------------
 
@@ -470,7 +526,7 @@ class RunPane(QWidget):
         self.selection.set([node_id])
         self.node_activated.emit(node_id)
 
-    def _node_row_clicked(self, item: QTableWidgetItem) -> None:
+    def _node_row_clicked(self, item) -> None:
         node_id = self.nodes_table.item(item.row(), 1).data(Qt.ItemDataRole.UserRole)
         if node_id is not None:
             self._activate(int(node_id))

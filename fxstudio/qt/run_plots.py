@@ -117,10 +117,12 @@ class NodeAxis(pg.AxisItem):
     def __init__(self):
         super().__init__("bottom")
         self.names: dict[int, str] = {}
+        self._widest: int | None = None
 
     def set_names(self, names: dict[int, str]) -> None:
         """``{graph index: node name}`` to label (empty: plain numbers)."""
         self.names = {i: _short_name(n) for i, n in names.items()}
+        self._widest: int | None = None  # measured on first use, once per set of names
         self.picture = None
         self.update()
 
@@ -130,8 +132,13 @@ class NodeAxis(pg.AxisItem):
             return super().tickValues(minVal, maxVal, size)
         if size <= 0 or maxVal <= minVal:
             return []
-        font = self.style["tickFont"] or self.font()
-        widest = max(QFontMetrics(font).horizontalAdvance(n) for n in self.names.values()) + 10
+        if self._widest is None:
+            font = self.style["tickFont"] or self.font()
+            metrics = QFontMetrics(font)
+            # the widest of the longest names (by characters): all 10k would be measured on every paint
+            longest = sorted(set(self.names.values()), key=len, reverse=True)[:32]
+            self._widest = max(metrics.horizontalAdvance(n) for n in longest) + 10
+        widest = self._widest
         per_index = size / (maxVal - minVal)
         step = next(m for m in (1, 2, 3, 4, 5, 10, 15, 20, 25, 50, 100, 200, 500, 1000, 10**4, 10**5, 10**6)
                     if m * per_index >= widest or m >= 10**6)
@@ -303,14 +310,16 @@ class RunPlots(pg.GraphicsLayoutWidget):
         finite = [n.score for n in rows if n.score is not None and math.isfinite(n.score) and n.score > 0]
         top = max(finite + [1.0]) * CEILING_FACTOR
         xs, ys, brushes, sizes, ids, symbols = [], [], [], [], [], []
+        # One brush object per colour: pyqtgraph renders a symbol per distinct brush *object* (3,000
+        # renders for 3,000 points took 0.15 s on the GUI thread), a handful when they are shared.
+        shared_brushes = {key: pg.mkBrush(color) for key, color in COLORS.items()}
         for n in rows:
             score = n.score if n.score is not None else math.inf
             y = top if not math.isfinite(score) else max(score, FLOOR)
             first = report.first_divergence is not None and n.index == report.first_divergence.index
-            color = COLORS["first"] if first else COLORS[n.status]
             xs.append(n.index)
             ys.append(y)
-            brushes.append(pg.mkBrush(color))
+            brushes.append(shared_brushes["first" if first else n.status])
             sizes.append(11 if first else 7)
             symbols.append("t1" if not math.isfinite(score) else "o")  # ▲: another shape, or NaN
             ids.append(n.node_id)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from fxstudio.qt import stall_watch
 from fxstudio.qt.gui_gc import collecting_here
 
 
@@ -89,6 +90,8 @@ class BackgroundTask(QObject):
 
     Exactly one of the two is emitted, on the GUI thread, unless the task was cancelled first
     (then ``cancelled_signal`` was emitted when :meth:`cancel` was called, and nothing follows).
+    From start to delivery (the slots included) or cancel, the task is the ``stall_watch`` action
+    ``name`` ("open", "export", "pass").
     """
 
     succeeded = Signal(object)
@@ -118,6 +121,7 @@ class BackgroundTask(QObject):
     def start(self) -> "BackgroundTask":
         """Start the worker thread; returns self."""
         self.started_at = time.perf_counter()
+        stall_watch.begin(self.name)
         ctx = TaskContext(self)
         _running.add(self)
         self._thread = threading.Thread(target=self._work, args=(ctx,), name=f"fxstudio-{self.name}", daemon=True)
@@ -142,10 +146,13 @@ class BackgroundTask(QObject):
         self.elapsed = time.perf_counter() - self.started_at
         if self.cancelled:
             return
-        if exc is not None:
-            self.failed.emit(exc, tb_text)
-        else:
-            self.succeeded.emit(result)
+        try:
+            if exc is not None:
+                self.failed.emit(exc, tb_text)
+            else:
+                self.succeeded.emit(result)
+        finally:
+            stall_watch.end(self.name)
 
     def cancel(self) -> None:
         """Detach: no result will be delivered. Emits ``cancelled_signal`` once."""
@@ -153,6 +160,7 @@ class BackgroundTask(QObject):
             self.cancelled = True
             _running.discard(self)
             self.cancelled_signal.emit()
+            stall_watch.end(self.name)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the worker thread ends (tests, shutdown); True if it ended."""

@@ -34,11 +34,13 @@ def xserver(tmp_path_factory):
 
 @pytest.fixture
 def launch(xserver, tmp_path):
-    """Factory: ``launch(model, *args)`` starts the app on the X server; every app is killed after."""
+    """Factory: ``launch(model, *args, env=…)`` starts the app on the X server (``env``: variables added
+    to its environment); every app is killed after."""
     apps: list[App] = []
 
-    def start(model, *args, wait_open: bool = True) -> App:
-        app = App(xserver, tmp_path / f"app{len(apps)}", model, *args, wait_open=wait_open)
+    def start(model, *args, wait_open: bool = True, env: dict | None = None, open_timeout: float = 60) -> App:
+        app = App(xserver, tmp_path / f"app{len(apps)}", model, *args, wait_open=wait_open, env=env,
+                  open_timeout=open_timeout)
         apps.append(app)
         return app
 

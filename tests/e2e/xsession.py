@@ -85,8 +85,11 @@ class XServer:
 class App:
     """``fxstudio MODEL --test-geometry FILE`` on the X server, driven through xdotool."""
 
-    def __init__(self, x: XServer, folder: Path, model: str | Path, *args: str, wait_open: bool = True):
+    def __init__(self, x: XServer, folder: Path, model: str | Path, *args: str, wait_open: bool = True,
+                 env: dict[str, str] | None = None, open_timeout: float = 60):
         self.x = x
+        self.extra_env = dict(env or {})  # on top of the X server's environment (FXSTUDIO_STALL_LOG, …)
+        self.open_timeout = open_timeout
         self.folder = folder
         self.work = folder / "work"  # the app's cwd: where its save dialogs start
         self.state = folder / "state"
@@ -103,13 +106,13 @@ class App:
         """Start (or start again, after ``kill9``) the app process."""
         self.geometry.unlink(missing_ok=True)
         env = {**self.x.env, "FXSTUDIO_STATE_DIR": str(self.state), "FXSTUDIO_CONFIG_DIR": str(self.config),
-               "OMP_NUM_THREADS": "1"}
+               "OMP_NUM_THREADS": "1", **self.extra_env}
         self.log = open(self.folder / "app.log", "ab")
         self.proc = subprocess.Popen([str(FXSTUDIO), self.model, "--test-geometry", str(self.geometry), *self.args],
                                      cwd=self.work, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         if wait_open:
             self.wait_for(lambda g: g["cards"] and g["active"] and g["model"], what="the model open and the window active",
-                          timeout=60)
+                          timeout=self.open_timeout)
             self.wait_still()
 
     # ------------------------------------------------------------------ reading the app

@@ -210,14 +210,24 @@ def test_readme_screenshot_renders_after_a_real_edit(qtbot, tmp_path):
     assert len({image.pixel(x, 300) for x in range(0, 1400, 7)}) > 10  # drawn content, not a blank pane
 
 
-def test_the_comparison_kernel_is_loaded_in_the_background_after_the_pane_appears(qtbot, pane):
-    """The first Run does not wait for numba: showing the pane warms the kernel on a worker."""
+def test_the_comparison_kernel_is_loaded_in_the_background_when_a_run_will_use_it(qtbot, pane, monkeypatch):
+    """The first Run does not wait for numba: showing the pane with a model whose tensors are large
+    enough for the kernel warms it on a worker, once per process. A model of small tensors (numpy
+    compares those) does not: importing numba would only stall the window (issue #25)."""
+    from fxstudio.core import threads
     from fxstudio.core.compare import fused_diff
     from fxstudio.qt import run_pane
 
-    assert len(run_pane._warming) == 1  # the fixture's pane was shown; once per process
+    monkeypatch.setattr(run_pane, "_warming", [])
+    pane.set_document(open_doc("add_mul.py"))   # 2×3 tensors
+    qtbot.wait(50)
+    assert run_pane._warming == []
+    monkeypatch.setattr(threads, "SMALL_TENSOR_ELEMENTS", 1)   # every tensor now counts as large
+    pane.set_document(open_doc("add_mul.py"))
+    assert len(run_pane._warming) == 1
     second = RunPane(SelectionModel())
     qtbot.addWidget(second)
+    second.set_document(open_doc("add_mul.py"))
     second.show()
     assert len(run_pane._warming) == 1
     thread = run_pane._warming[0]

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QInputDialog, QProgressDial
 
 from fxstudio.core.errors import FxStudioError
 from fxstudio.core.passes import PassTrust, file_sha256
+from fxstudio.qt import stall_watch
 from fxstudio.qt.actions.insert_dialog import InsertDialog
 from fxstudio.qt.actions.structure_actions import DocWatch, free_name
 from fxstudio.qt.open_dialogs import yes_or_no
@@ -137,7 +138,17 @@ class PassActions(QObject):
 
     def _apply(self, edits: list[dict], label: str | None = None):
         """Apply ``edits`` as one command: ``(EditResult, None)`` or ``(None, reason)``. A single pass
-        edit first runs in a worker (cancellable); anything else applies at once under a busy cursor."""
+        edit first runs in a worker (cancellable); anything else applies at once under a busy cursor.
+        The whole of it is the ``stall_watch`` action "pass" (or "bulk edit")."""
+        is_pass = len(edits) == 1 and label is None and edits[0].get("op") in ("run_pass", "replace_pattern")
+        action = "pass" if is_pass else "bulk edit"
+        stall_watch.begin(action)
+        try:
+            return self._apply_now(edits, label)
+        finally:
+            stall_watch.end(action)
+
+    def _apply_now(self, edits: list[dict], label: str | None):
         doc = self._doc_provider()
         if doc is None:
             return None, "no model is open"
