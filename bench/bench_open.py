@@ -21,6 +21,7 @@ logits; a 2-layer GPT-2 with ``--quick``). Then, for each archive:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -222,14 +223,17 @@ def _in_app_opens(path: Path) -> tuple[list[float], list[float]]:
 # ----------------------------------------------------------------------------- cold start
 
 
-def cold_start(path: Path, timeout: float = 300) -> dict:
-    """``python -m fxstudio FILE`` from spawn to each ``FXSTUDIO_TIMING`` mark (seconds)."""
+def cold_start(path: Path | None, timeout: float = 300) -> dict:
+    """``python -m fxstudio FILE`` from spawn to each ``FXSTUDIO_TIMING`` mark (seconds); without
+    FILE the window opens its example, as ``make run`` does. torch's default settings."""
+    from bench.floor import default_env
+
     tmp = Path(tempfile.mkdtemp(prefix="fxs-bench-cold-"))
     marks_file = tmp / "timing.txt"
-    env = {**os.environ, "FXSTUDIO_TIMING": str(marks_file), "QT_QPA_PLATFORM": "offscreen",
+    env = {**default_env(), "FXSTUDIO_TIMING": str(marks_file), "QT_QPA_PLATFORM": "offscreen",
            "FXSTUDIO_STATE_DIR": str(tmp / "state"), "FXSTUDIO_CONFIG_DIR": str(tmp / "config")}
     start = time.time()
-    proc = subprocess.Popen([sys.executable, "-m", "fxstudio", str(path)], env=env, cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "fxstudio", *([str(path)] if path else [])], env=env, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     marks: dict[str, float] = {}
     try:
@@ -249,10 +253,35 @@ def cold_start(path: Path, timeout: float = 300) -> dict:
     return marks
 
 
+EXAMPLE_TARGET_S = 1.0
+
+
+def example_start(repeats: int) -> None:
+    """``make run``'s cold start (the window opening its example) to the graph on screen, against a
+    bare ``import torch`` in the same condition, idle and with every core busy (issue #25's goal:
+    at most ``import torch`` + 1 s on an idle machine)."""
+    from bench.floor import busy_machine
+
+    print("Cold start of `make run` (the window with its example, residual_cnn.py), torch's default "
+          f"settings, median of {repeats}:\n")
+    print("| machine | `import torch` | window shown | graph on screen | graph on screen − `import torch` |")
+    print("|---|---:|---:|---:|---:|")
+    for condition in ("idle", "busy"):
+        with (busy_machine() if condition == "busy" else contextlib.nullcontext()):
+            torch_s = statistics.median(import_torch_seconds() for _ in range(repeats))
+            colds = [cold_start(None) for _ in range(repeats)]
+        shown = statistics.median(c.get("window_shown", float("nan")) for c in colds)
+        drawn = statistics.median(c.get("graph_drawn", float("nan")) for c in colds)
+        print(f"| {condition} | {torch_s:.2f} s | {shown:.2f} s | {drawn:.2f} s | **{drawn - torch_s:+.2f} s** |")
+    print(f"\nGoal: graph on screen within `import torch` + {EXAMPLE_TARGET_S:.0f} s on an idle machine.\n")
+
+
 def import_torch_seconds() -> float:
     """A bare ``python -c "import torch"``, spawn to exit."""
+    from bench.floor import default_env
+
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import torch"], check=True)
+    subprocess.run([sys.executable, "-c", "import torch"], check=True, env=default_env())
     return time.perf_counter() - t
 
 
@@ -372,6 +401,9 @@ def main(argv: list[str]) -> int:
     repeats = 1 if quick else 3
     if "--repeats" in argv:  # fewer on a busy machine: --repeats 1
         repeats = int(argv[argv.index("--repeats") + 1])
+    example_start(repeats)
+    if "--example-only" in argv:
+        return 0
     folder = Path(tempfile.mkdtemp(prefix="fxs-bench-open-"))
     try:
         subprocess.run([sys.executable, "-m", "bench.bench_open", "--build", str(folder), *(["--quick"] if quick else [])],

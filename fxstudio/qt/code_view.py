@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QLabel, QTabWidget, QVBoxLayout, QWidget
 
 from fxstudio.core.code_lines import LineEdit
 from fxstudio.core.code_text import MAX_NODES, IncrementalCode
+from fxstudio.core.node_text import META_HIDDEN
 from fxstudio.qt.code_editor import CodeEditor
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
@@ -37,6 +38,11 @@ nodes are not counted: an edit reports every node whose shape it changed, and th
 is the same cost nothing)."""
 
 _LINE_EDIT_KINDS = ("edited", "undone", "redone", "saved")
+
+PREAMBLE_LINES = 4
+"""More lines than this before the first call (parameter reads, pytree plumbing): a new document's
+code opens scrolled to that call."""
+_CALLS = ("call_function", "call_method", "call_module")
 
 _ASSIGN = re.compile(r"^\s+([A-Za-z_]\w*)\s*=\s")
 _DEF = re.compile(r"^def forward\(")
@@ -82,6 +88,7 @@ class CodeView(QWidget):
         self._line_edits = False  # True while every event since the last refresh may go line by line
         self._touched = 0  # nodes added or removed since the last refresh (with repeats)
         self._offset = 0  # leading blank lines of the generated source that the pane drops
+        self._opened = False  # a new document: its first full refresh scrolls to the computation
         self._line_of: dict[str, int] = {}
         self._node_at: dict[int, str] = {}
         self._source_file: Path | None = None
@@ -117,6 +124,7 @@ class CodeView(QWidget):
         self._line_edits = False
         self._touched = 0
         self._source_file = None
+        self._opened = True   # the next full refresh scrolls to the computation
         if doc is not None:
             path = doc.loaded.path
             if path is not None and Path(path).suffix == ".py":
@@ -166,7 +174,19 @@ class CodeView(QWidget):
         self._offset = len(src) - len(code)
         self._line_of, self._node_at = self._line_maps(code, graph)
         self.edited.set_code(code)
+        if self._opened:
+            self._opened = False
+            first = self.first_op_line()
+            self.edited.verticalScrollBar().setValue(first - 1 if first > PREAMBLE_LINES else 0)
         self.follow_selection()
+
+    def first_op_line(self) -> int:
+        """The line of the edited code where the computation starts: the first call that is not a
+        lifted weight's (a ``.pt2``'s code opens with hundreds of parameter reads); 0 if none."""
+        for node in self.doc.edited.graph.nodes if self.doc is not None else ():
+            if node.op in _CALLS and not node.meta.get(META_HIDDEN) and node.name in self._line_of:
+                return self._line_of[node.name]
+        return 0
 
     def _line_maps(self, code: str | None, graph) -> tuple[dict[str, int], dict[int, str]]:
         """Node name → line and line → node name, as :func:`map_code_lines` gives them; from the

@@ -19,6 +19,7 @@ from fxstudio.qt import canvas_keyboard, menus
 from fxstudio.qt.actions.pass_actions import PassActions
 from fxstudio.qt.actions.structure_actions import StructureActions
 from fxstudio.qt.canvas.overlays import connect_run_pane
+from fxstudio.qt.canvas.rewire import warm_fake_checks
 from fxstudio.qt.canvas.view import GraphCanvas
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.docks import build_docks, default_sizes
@@ -29,8 +30,8 @@ from fxstudio.qt.selection import SelectionModel
 from fxstudio.qt.settings import Preferences, make_settings
 from fxstudio.qt.style import apply_style
 from fxstudio.qt.window_commands import WindowCommands
+from fxstudio.qt.window_fit import keep_on_screen, place_first
 
-DEFAULT_SIZE = (1600, 1000)
 STATE_VERSION = 1
 
 
@@ -55,6 +56,8 @@ class MainWindow(WindowCommands, QMainWindow):
         self.last_failure_dialog = None
         self.last_export = None  # the last ExportResult, or the exception that stopped it
         self._subscription = DocumentSubscription(self._on_event)
+        self._rejection_note = ""  # the nodes the last edit made torch reject, as the status bar says them
+        self._rejection_shown = ""  # the status-bar message that says it (cleared when an undo takes it back)
         self._tasks: list = []
         self.selection = SelectionModel(self)
         apply_style(self)
@@ -90,9 +93,9 @@ class MainWindow(WindowCommands, QMainWindow):
         self.run_pane.node_activated.connect(lambda node_id: self.selection.set([node_id]))
         connect_run_pane(self.canvas, self.run_pane)
         self.structure.edit_refused.connect(lambda msg: self.report_refusal(msg))
-        self.structure.status.connect(lambda msg: self.statusBar().showMessage(msg, 6000))
+        self.structure.status.connect(lambda msg: self.show_status(msg, 6000))
         self.passes.edit_refused.connect(lambda msg: self.report_refusal(msg))
-        self.passes.status.connect(lambda msg: self.statusBar().showMessage(msg, 8000))
+        self.passes.status.connect(lambda msg: self.show_status(msg, 8000))
         self.problems.counts_changed.connect(lambda *_: self.update_status())
         self.selection.changed.connect(lambda _ids: self.update_chrome())
 
@@ -114,10 +117,12 @@ class MainWindow(WindowCommands, QMainWindow):
     def _restore_settings(self) -> None:
         geometry = self.settings.value("window/geometry") if self.persist else None
         state = self.settings.value("window/state") if self.persist else None
-        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
+        self._first_launch = not (isinstance(geometry, QByteArray) and not geometry.isEmpty())
+        if not self._first_launch:
             self.restoreGeometry(geometry)
         else:
-            self.resize(*DEFAULT_SIZE)
+            place_first(self)   # the default size where the screen holds it
+        self._placed = self.size()
         self._restored_state = isinstance(state, QByteArray) and self.restoreState(state, STATE_VERSION)
         self._sized = False
 
@@ -125,8 +130,17 @@ class MainWindow(WindowCommands, QMainWindow):
         super().showEvent(event)
         if not self._sized:
             self._sized = True
+            if self._first_launch:   # its frame is known now: title bar and status bar on the screen
+                self._fit_screen()
+                QTimer.singleShot(250, self, self._fit_screen)   # a window manager may add the frame later
             if not self._restored_state:
                 default_sizes(self, self.dock_set)
+
+    def _fit_screen(self) -> None:
+        """A first launch: the whole window on its screen, unless the caller sized it (--screenshot)."""
+        if self.size() == self._placed:
+            keep_on_screen(self)
+            self._placed = self.size()
 
     def reset_layout(self) -> None:
         """Put every dock back where it starts on a first run."""
@@ -162,14 +176,45 @@ class MainWindow(WindowCommands, QMainWindow):
         self.update_chrome()
         if doc is not None:
             self.statusBar().showMessage(f"Opened {doc.loaded.display_name}", 5000)
+            if not doc.read_only:
+                warm_fake_checks()  # the first edit or rewire drag then does not wait for torch's import
         self.document_changed.emit(doc)
 
     def _on_event(self, event) -> None:
+        self.problems.follow_event(event)  # before the status bar reads what torch rejects
         if event.kind in ("edited", "undone", "redone", "reset"):
             self.write_journal()
+            self._say_rejections(event)
         elif event.kind == "saved":
             self.clear_journal()
         self.update_chrome()
+
+    def _say_rejections(self, event) -> None:
+        """Right after an edit (undo, redo) that makes torch reject a node: its name and torch's
+        message in the status bar, replacing whatever it said; once none is rejected, that goes."""
+        rejected = getattr(event, "rejected", ())
+        bar = self.statusBar()
+        self._rejection_note = _rejection_line(rejected)
+        if rejected:
+            self._rejection_shown = self._rejection_note
+            bar.showMessage(self._rejection_note)  # stays until the next message: an error to act on
+        elif self._rejection_shown:  # an undo took the cause back: the message would be stale
+            if bar.currentMessage() == self._rejection_shown and not (self.document and self.document.problems()):
+                bar.clearMessage()
+            self._rejection_shown = ""
+
+    def show_status(self, message: str, ms: int, *, whole_document: bool = False) -> None:
+        """A status-bar message after a gesture, keeping what torch rejects in it when the gesture's
+        edit just made a node fail (a pass's label alone would hide that); ``whole_document``: any
+        node torch rejects now (after a replay of several edits)."""
+        note = self._rejection_note
+        if whole_document:
+            note = _rejection_line(self.document.problems() if self.document is not None else [])
+        if note:
+            self._rejection_shown = f"{message} — {note}"
+            self.statusBar().showMessage(self._rejection_shown)
+        else:
+            self.statusBar().showMessage(message, ms)
 
     def write_journal(self) -> None:
         """Autosave: the edit script of unsaved work, or no journal when there is none."""
@@ -245,10 +290,21 @@ class MainWindow(WindowCommands, QMainWindow):
         self.status_edits.setText(
             f"{n} edit{'s' if n != 1 else ''}" + (", unsaved" if doc.dirty else (", saved" if n else ""))
         )
+        rejected = self.problems.rejections
         if self.problems.lint_message:
             self.status_lint.setText("lint: ✖ fails")
             self.status_lint.setToolTip(self.problems.lint_message)
             self.status_lint.setStyleSheet("color: #c0392b;")
+        elif rejected:  # never "ok" while torch rejects a node
+            more = f" (+{len(rejected) - 1})" if len(rejected) > 1 else ""
+            self.status_lint.setText(f"lint: ✖ torch rejects %{rejected[0].name}{more}")
+            self.status_lint.setToolTip("\n".join(p.line for p in rejected[:20]))
+            self.status_lint.setStyleSheet("color: #c0392b;")
+        elif self.problems.checks.status == "unknown":  # nor where torch's checks could not run
+            self.status_lint.setText("lint: ? unknown")
+            self.status_lint.setToolTip(self.problems.checks_message or "Some shapes are unknown: torch's checks "
+                                        "could not run there (see Problems)")
+            self.status_lint.setStyleSheet("color: #8a6d1e;")
         else:
             self.status_lint.setText("lint: ✔ ok")
             self.status_lint.setToolTip("The edited graph passes graph.lint()")
@@ -322,6 +378,14 @@ class MainWindow(WindowCommands, QMainWindow):
         event.acceptProposedAction()
         # Open after the drop returns: a modal question inside a drop handler blocks the drag source.
         QTimer.singleShot(0, lambda: self.open_path(path, origin="drop"))
+
+
+def _rejection_line(rejected) -> str:
+    """``torch rejects %mul: TypeError: ...`` for the first of ``rejected`` (``NodeProblem``s), and how many more."""
+    if not rejected:
+        return ""
+    more = f" (+{len(rejected) - 1} more; see Problems)" if len(rejected) > 1 else ""
+    return f"{rejected[0].line}{more}"
 
 
 def _dropped_model(mime) -> Path | None:

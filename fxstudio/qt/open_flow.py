@@ -22,6 +22,7 @@ from fxstudio.resources import EXAMPLES_DIR
 from fxstudio.timing import mark
 
 MODEL_SUFFIXES = (".py", ".pt2", ".pt", ".pth", ".fxcap")
+PROGRESS_MIN_W = 380  # px: the loading dialog, wide enough for its title
 RELEASE_DELAY_MS = 200  # after a reopen: the new graph's first frame, then the old weights are freed
 OPEN_FILTER = ("Models (*.py *.pt2 *.pt *.pth *.fxcap);;Python model files (*.py);;Exported programs (*.pt2);;"
                "Pickled modules (*.pt *.pth);;torch.compile captures (*.fxcap);;All files (*)")
@@ -259,6 +260,7 @@ class OpenFlow(QObject):
         progress = QProgressDialog(f"Opening {path.name}…", "Cancel", 0, 0, self.window)
         progress.setObjectName("openProgress")
         progress.setWindowTitle("Opening model")
+        progress.setMinimumWidth(PROGRESS_MIN_W)   # the title bar says "Opening model — fxstudio" whole
         progress.setWindowModality(Qt.WindowModality.WindowModal)
         progress.setMinimumDuration(400)
         progress.setAutoClose(False)
@@ -357,7 +359,7 @@ class OpenFlow(QObject):
         # --screenshot (sync) has nobody to answer a question: the refusal is its answer, one line, exit 2.
         needs_trust = (isinstance(exc, LoadError) and not options.get("trust") and not sync
                        and (pickle_trust or archive_trust))
-        needs_inputs = isinstance(exc, LoadError) and "--input-shape" in str(exc) and not sync
+        needs_inputs = _needs_shapes(exc) and not sync
         if needs_inputs:
             shapes = open_dialogs.ask_input_shapes(self.window, path, str(exc))
             if not shapes:
@@ -394,8 +396,9 @@ class OpenFlow(QObject):
                        options: dict | None = None) -> None:
         """Show why ``path`` did not open: the core's message (file:line links) or, for a bug, the traceback.
 
-        With ``spec`` the dialog offers "Open with options…", filled in with the fix the diagnosis
-        suggests (``exc.remedy``) on top of the ``options`` that failed.
+        With ``spec`` and a failure the options can fix (a trace failure, or one whose diagnosis
+        suggests options: ``exc.remedy``) the dialog offers "Open with options…", filled in with that
+        fix on top of the ``options`` that failed; a syntax error or a missing file gets no such offer.
         """
         options = dict(options or {})
         if isinstance(exc, FxStudioError):
@@ -410,7 +413,7 @@ class OpenFlow(QObject):
         remedy = getattr(exc, "remedy", None)
         fix = with_remedy(options, remedy.options()) if remedy is not None else None
         retry = None
-        if spec is not None and isinstance(exc, LoadError):
+        if spec is not None and (isinstance(exc, TraceError) or remedy is not None or _needs_shapes(exc)):
             retry = lambda: self.ask_options_and_open(spec, fix if fix is not None else options)  # noqa: E731
         dialog = open_dialogs.LoadFailureDialog(self.window, title, message, self.window.show_source, details,
                                                 on_options=retry)
@@ -433,3 +436,8 @@ class OpenFlow(QObject):
         dialog.accepted.connect(lambda: self.open(dialog.spec(), origin="dialog", options=dialog.options()))
         dialog.open()
         return dialog
+
+
+def _needs_shapes(exc: BaseException) -> bool:
+    """A load that failed for want of input shapes (the options dialog has a field for them)."""
+    return isinstance(exc, LoadError) and "--input-shape" in str(exc)

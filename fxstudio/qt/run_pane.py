@@ -62,6 +62,7 @@ class _RunJob(QObject):
 
     def _work(self) -> None:
         try:
+            workers.wait_for_importers()
             report = self.fn(lambda f, text: self.progress.emit(float(f), text), self.cancel_event)
         except RunCancelled:
             self.cancelled.emit()

@@ -76,7 +76,8 @@ class ShortcutsDialog(QDialog):
         self.rows = shortcut_rows(window)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("Window shortcuts work from anywhere in the window; canvas keys work "
-                                "while the canvas has the focus (click it first).", self))
+                                "while the canvas has the focus (click an empty spot of it first: that keeps "
+                                "the selection; Esc clears it).", self))
         table = self.table = QTableWidget(len(self.rows), 3, self)
         table.setObjectName("shortcutsTable")
         table.setHorizontalHeaderLabels(["Keys", "Action", "Where"])

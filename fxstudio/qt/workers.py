@@ -20,6 +20,27 @@ from fxstudio.qt import stall_watch
 from fxstudio.qt.gui_gc import collecting_here
 
 
+_importing: list[threading.Thread] = []
+
+
+def start_importer(thread: threading.Thread) -> None:
+    """Start ``thread``, which imports a large package (``torch._dynamo``) ahead of need; every
+    ``BackgroundTask`` started meanwhile waits for it first. Two threads importing the same package
+    at once can see it partially initialized (CPython breaks the import-lock cycle of a circular
+    package by handing one thread the half-made module): a pass run during the warm-up failed with
+    "partially initialized module 'torch._dynamo'"."""
+    _importing[:] = [t for t in _importing if t.is_alive()]
+    _importing.append(thread)
+    thread.start()
+
+
+def wait_for_importers() -> None:
+    """Block until the threads of ``start_importer`` have finished (called on worker threads)."""
+    for thread in list(_importing):
+        if thread is not threading.current_thread():
+            thread.join()
+
+
 def start_worker(thread: threading.Thread) -> None:
     """Start ``thread`` after collecting cyclic garbage here, on the GUI thread.
 
@@ -130,6 +151,7 @@ class BackgroundTask(QObject):
 
     def _work(self, ctx: TaskContext) -> None:
         try:
+            wait_for_importers()
             result = self.fn(ctx)
         except TaskCancelled:
             return

@@ -203,15 +203,35 @@ def test_blocking_edit_from_inside_a_running_event_loop_does_not_deadlock(qtbot,
     assert torch.equal(got["module"](x), model(x))
 
 
-def test_the_first_run_hint_sits_at_the_bottom_left_of_the_canvas_in_each_window(qtbot, isolated):
+def test_the_first_run_hint_sits_in_a_band_under_the_canvas_in_each_window(qtbot, isolated):
     # The window opens on its document before it is shown: the hint must be placed all the same
-    # (it was left unplaced, over the Changes badge, when no resize followed the show).
+    # (it was left unplaced, over the Changes badge, when no resize followed the show). It has a
+    # band of its own under the canvas's viewport, so it covers no card (issue #26, item 4d).
     for _ in range(2):   # the second window opens at the size the first one saved
         handle = fxstudio.edit(Net(), example_input(), block=False)
         canvas = _ready(qtbot, handle).canvas
         qtbot.wait(100)
         vp, hint = canvas.viewport().geometry(), canvas.hint.geometry()
         assert canvas.hint.isVisible() and hint.width() >= 200
-        assert hint.left() == vp.left() + 10 and abs(hint.bottom() - (vp.bottom() - 10)) <= 2
+        assert hint.left() == 10 and hint.top() > vp.bottom() and hint.bottom() < canvas.height()
         handle.close()
         handle.result(timeout=10)
+
+
+def test_a_small_graph_opens_at_100_percent_in_the_middle_of_the_canvas(qtbot, isolated):
+    # The window gets its document before it is shown (and sized): the opening view follows the
+    # size it then gets, until the user moves it (issue #26, item 12).
+    handle = fxstudio.edit(Net(), example_input(), block=False)
+    canvas = _ready(qtbot, handle).canvas
+    qtbot.wait(100)
+    assert canvas.zoom() == 1.0 and canvas.fresh_view
+    x0, y0, x1, y1 = canvas.canvas_scene.bounds
+    centre = canvas.mapFromScene((x0 + x1) / 2, (y0 + y1) / 2)
+    view = canvas.viewport().rect()
+    assert abs(centre.x() - view.center().x()) <= 2 and abs(centre.y() - view.center().y()) <= 2
+    canvas.zoom_by(0.8)   # the user's zoom stays through a resize
+    handle.window.resize(handle.window.width() - 100, handle.window.height())
+    qtbot.wait(50)
+    assert abs(canvas.zoom() - 0.8) < 1e-9 and not canvas.fresh_view
+    handle.close()
+    handle.result(timeout=10)

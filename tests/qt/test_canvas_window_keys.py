@@ -30,7 +30,7 @@ def _open(qtbot, make_window, example="residual_cnn.py", **kwargs):
 
 
 def _click_empty(win) -> None:
-    """Focus the canvas as a click on empty space does (it also clears the selection)."""
+    """Focus the canvas as a click on empty space does (the selection stays)."""
     QTest.mouseClick(win.canvas.viewport(), Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier,
                      empty_spot(win.canvas))
 

@@ -53,7 +53,7 @@ def test_fold_repeated_blocks_shows_the_count_and_unfolds(qtbot, make_window):
     _settle(qtbot, canvas)
     assert "gate" in scene.cards and set(scene.group_cards) == {"m.h.2"}
     assert scene.group_cards["m.h.2"].group.label == "m.h.2 … m.h.5 · ×4 identical GPT2Block (as m.h.1)"
-    assert {"m.h.0", "m.h.0.ln_2", "m.h.1"} <= set(scene.frames)
+    assert {"m.h.0", "m.h.0.mlp", "m.h.1"} <= set(scene.frames)   # (ln_2, one card, has no frame: issue #26)
     doc.undo()
     _settle(qtbot, canvas)
     assert "gate" not in scene.cards and set(scene.cards) == folded_cards and set(scene.group_cards) == {"m.h.1"}

@@ -21,7 +21,7 @@ import torch
 import torch.fx
 from torch.fx.passes.shape_prop import TensorMetadata
 
-from fxstudio.core import fx_compat
+from fxstudio.core import fx_compat, heavy_imports
 from fxstudio.core import trust
 from fxstudio.core.edits.fake_results import (UNKNOWN, MetaOnly, NoKey, function_kind, key_of, remember,
                                               result_cache)
@@ -486,7 +486,8 @@ def fake_mode():
     model's shapes under a fake mode already does); its dispatch cache is process-wide."""
     mode = getattr(_LOCAL, "mode", None)
     if mode is None:
-        mode = _LOCAL.mode = fx_compat.fake_tensor_mode(allow_non_fake_inputs=True)
+        with heavy_imports.importing():  # the first one imports torch._dynamo: one thread at a time
+            mode = _LOCAL.mode = fx_compat.fake_tensor_mode(allow_non_fake_inputs=True)
         _LOCAL.modules = weakref.WeakKeyDictionary()
         _WARM.set()
     return mode

@@ -24,14 +24,16 @@ from fxstudio.core.layout.graph_model import GraphArrays, extract_graph, to_netw
 from fxstudio.core.layout.coords import RowPacking, assign_x, band_tops
 from fxstudio.core.layout.frames import frame_layers, frame_order, frame_tree, item_frames, separate_frames
 from fxstudio.core.layout.crossings import best_of_starts, reduce_crossings, sweep_layers
-from fxstudio.core.layout.groups import (build_groups, class_names, collapse_owner, frame_gaps, frame_members,
-                                         frame_structure, group_plan)
+from fxstudio.core.layout.groups import (build_groups, caption_lengths, class_names, collapse_owner, frame_gaps,
+                                         frame_members, frame_structure, group_plan)
 from fxstudio.core.layout.layers import add_dummies, assign_layers, sorted_unique
 from fxstudio.core.layout.reroute import Placement, reroute
 from fxstudio.core.layout.routes import route_edges
 from fxstudio.core.layout.types import Layout, NodeBox
 
-CARD_H = 56.0
+CARD_H = 56.0   # header and two lines (``card_text``); each further line adds CARD_LINE_H
+CARD_LINE_H = 14.0
+CARD_H_ONE_LINE = 44.0   # header and one line (the shape of an op its name says: ``relu``)
 WEIGHT_ROW_H = 15.0   # one folded weight's row below a card's body (``folding.py``)
 WEIGHT_ROWS_PAD = 6.0  # space under the last row
 MIN_W, MAX_W = 140.0, 320.0
@@ -49,9 +51,9 @@ def card_width(label_len: int) -> float:
     return min(max(CHAR_W * label_len + 32, MIN_W), MAX_W)
 
 
-def card_height(rows: int) -> float:
-    """The height of a card showing ``rows`` folded weights."""
-    return CARD_H + (rows * WEIGHT_ROW_H + WEIGHT_ROWS_PAD if rows else 0.0)
+def card_heights(lines: np.ndarray) -> np.ndarray:
+    """The height of cards showing ``lines`` lines under their title (no weight rows)."""
+    return np.where(lines <= 1, CARD_H_ONE_LINE, CARD_H + CARD_LINE_H * np.maximum(lines - 2, 0)).astype(np.float64)
 
 
 def _size_of(sizes: Sizes, name: str, fallback: tuple[float, float]) -> tuple[float, float]:
@@ -79,16 +81,19 @@ class _Units:
             self.weight_like = ga.weight_like.tolist()
             self.label_len = ga.label_len
             self.rows = ga.rows if ga.rows is not None else np.zeros(ga.n, dtype=np.int64)
+            self.lines = ga.lines if ga.lines is not None else np.full(ga.n, 2, dtype=np.int64)
             unit_of = np.arange(ga.n, dtype=np.int64)
         else:
             self.names, self.paths, self.targets, self.ops = [], [], [], []
             self.is_group, self.weight_like = [], []
             lens: list[int] = []
             rows: list[int] = []
+            lines: list[int] = []
             unit_of = np.empty(ga.n, dtype=np.int64)
             wl = ga.weight_like.tolist()
             ll = ga.label_len.tolist()
             rl = ga.rows.tolist() if ga.rows is not None else [0] * ga.n
+            nl = ga.lines.tolist() if ga.lines is not None else [2] * ga.n
             for i, owner in enumerate(owners):
                 if owner is None:
                     unit_of[i] = len(self.names)
@@ -100,6 +105,7 @@ class _Units:
                     self.ops.append(ga.ops[i])
                     lens.append(ll[i])
                     rows.append(rl[i])
+                    lines.append(nl[i])
                     continue
                 u = group_unit.get(owner)
                 if u is None:
@@ -112,10 +118,12 @@ class _Units:
                     self.ops.append("group")
                     lens.append(0)
                     rows.append(0)
+                    lines.append(2)   # a collapsed module's card: its path, then class and count
                 self.members[owner] = self.members.get(owner, 0) + 1
                 unit_of[i] = u
             self.label_len = np.asarray(lens, dtype=np.int64)
             self.rows = np.asarray(rows, dtype=np.int64)
+            self.lines = np.asarray(lines, dtype=np.int64)
         self.group_unit = group_unit
         self.n = len(self.names)
         if group_unit:
@@ -179,6 +187,7 @@ class _Units:
             setattr(self, attr, [values[i] for i in pl])
         self.label_len = self.label_len[perm]
         self.rows = self.rows[perm]
+        self.lines = self.lines[perm]
         self.group_unit = {p: int(new_id[u]) for p, u in self.group_unit.items()}
         return new_id[unit_of]
 
@@ -258,7 +267,7 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
         # a folded run's card names its range and count (``repeats.py``): room for the longer text
         label_len[units.group_unit[path]] = 2 * len(path) + 34
     widths = np.clip(CHAR_W * label_len + 32, MIN_W, MAX_W)
-    heights = np.full(n, CARD_H)
+    heights = card_heights(units.lines)
     if units.rows.any():
         heights = heights + np.where(units.rows > 0, units.rows * WEIGHT_ROW_H + WEIGHT_ROWS_PAD, 0.0)
     if sizes is not None:
@@ -288,17 +297,29 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
     stamp("layers")
     leaf = [not g and t == p and op == "call_module"
             for g, t, p, op in zip(units.is_group, units.targets, units.paths, units.ops)]
+    leaf = (leaf, units.is_group)
     cached = previous.group_cache if previous is not None else None
     if cached is not None and cached[0] == units.paths and cached[1] == leaf:
         frames = cached[2]  # same module paths: the same frames (read-only)
     else:
-        frames = frame_members(units.paths, leaf)
+        frames = frame_members(units.paths, *leaf)
     wl_units = np.asarray(units.weight_like, dtype=bool)
     layer, kept = frame_layers(n, units.lay_src, units.lay_dst, layer, wl_units, frames, units.group_unit,
                                computing=~wl_units)
     if kept is not frames:
         frames, cached = kept, None
     structure = cached[6] if cached is not None and frames is cached[2] else frame_structure(frames)
+    if cached is not None and cached[3] == ga.module_paths and cached[4] == ga.module_stacks:
+        classes = cached[5]
+    else:
+        classes = class_names(ga.module_stacks, ga.module_paths)
+    if sizes is None:   # a module without a frame is named on its card: a line more, room for the text
+        captions = caption_lengths(units.paths, units.ops, units.group_unit, frames, classes)
+        if captions:
+            at = np.fromiter(captions, np.int64, len(captions))
+            wide = np.fromiter(captions.values(), np.int64, len(captions))
+            widths[at] = np.clip(CHAR_W * np.maximum(label_len[at], wide) + 32, MIN_W, MAX_W)
+            heights[at] += card_heights(units.lines[at] + 1) - card_heights(units.lines[at])
     stamp("frame layers")
     # Dummies are counted against the budget before they are made; past it, the longest lanes
     # run beside the graph instead (``lanes.py``).
@@ -345,10 +366,6 @@ def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None
             x -= (x[:n] - widths / 2).min() if n else x.min()
 
     group_cards = {name: (i, units.members[name]) for i, name in enumerate(units.names) if units.is_group[i]}
-    if cached is not None and cached[3] == ga.module_paths and cached[4] == ga.module_stacks:
-        classes = cached[5]
-    else:
-        classes = class_names(ga.module_stacks, ga.module_paths)
     if (cached is not None and frames is cached[2] and classes is cached[5]
             and cached[7][0] == tuple(group_cards)):
         plan = cached[7][1]
@@ -430,7 +447,8 @@ def _same_arrays(a: GraphArrays, b: GraphArrays) -> bool:
             and np.array_equal(a.weight_like, b.weight_like) and a.ops == b.ops and a.targets == b.targets
             and a.module_paths == b.module_paths and a.module_stacks == b.module_stacks
             and a.fold == b.fold and a.skipped == b.skipped
-            and (a.rows is None) == (b.rows is None) and (a.rows is None or np.array_equal(a.rows, b.rows)))
+            and (a.rows is None) == (b.rows is None) and (a.rows is None or np.array_equal(a.rows, b.rows))
+            and (a.lines is None) == (b.lines is None) and (a.lines is None or np.array_equal(a.lines, b.lines)))
 
 
 def _reused(previous: Layout, ga: GraphArrays, collapsed: frozenset, t0: float) -> Layout:

@@ -14,8 +14,9 @@ import networkx as nx
 import numpy as np
 import torch.fx
 
+from fxstudio.core.card_text import card_lines
 from fxstudio.core.layout.folding import row_label
-from fxstudio.core.node_text import META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
+from fxstudio.core.node_text import META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
 
 _CALLS = frozenset(("call_function", "call_method", "call_module"))
 
@@ -83,6 +84,7 @@ class GraphArrays:
     # With ``fold=True`` (``folding.py``): weights folded into their user's card and plumbing drawn
     # nowhere are left out (``skipped`` of them); ``rows`` counts each node's folded weights.
     rows: np.ndarray | None = None
+    lines: np.ndarray | None = None   # lines under each card's title without a module caption (``card_text.card_lines``)
     hosts: dict | None = None   # host name -> names of the weights folded into its card, graph order
     skipped: int = 0
     fold: bool = False
@@ -148,12 +150,13 @@ def extract_graph(graph: torch.fx.Graph, fold: bool = False) -> GraphArrays:
     shapes = [meta.get(META_SHAPE) for meta in metas]
     shape_lens: dict[tuple, int] = {}
     shape_len = []
-    for shape in shapes:
+    for shape, meta in zip(shapes, metas):
         if type(shape) is tuple:
             length = shape_lens.get(shape)
             if length is None:
                 length = shape_lens[shape] = _shape_text_len(shape)
-            shape_len.append(length)
+            dtype = meta.get(META_DTYPE)   # the card reads "1×64×56×56 float32"
+            shape_len.append(length + 1 + len(dtype) if type(dtype) is str else length)
         else:
             shape_len.append(0)
     count = len(nodes)
@@ -199,6 +202,7 @@ def extract_graph(graph: torch.fx.Graph, fold: bool = False) -> GraphArrays:
         names=names, ops=ops, targets=targets, module_paths=paths, module_stacks=stacks,
         label_len=label_len, weight_like=np.asarray(wl, dtype=bool),
         src=np.asarray(src, dtype=np.int64), dst=np.asarray(dst, dtype=np.int64), keys=keys,
+        lines=np.fromiter(map(card_lines, nodes), np.int64, count),
     )
     if plan is None:
         return ga
@@ -277,3 +281,32 @@ def to_networkx(graph: torch.fx.Graph) -> nx.DiGraph:
             else:
                 g.add_edge(inp.name, node.name, key=key, keys=[key])
     return g
+
+
+def feeding_input(graph: torch.fx.Graph) -> tuple[str, set[str]] | None:
+    """The input (not a lifted weight) that feeds the most of the graph's calls, and the names of
+    every node it feeds: where a view of the graph should open (GPT-2's ``input_ids``, not its
+    ``use_cache``). None when no input feeds a call."""
+    inputs = [n for n in graph.nodes if n.op == "placeholder" and not n.meta.get(META_HIDDEN) and n.users]
+    if not inputs:
+        return None
+    bit = {n: 1 << k for k, n in enumerate(inputs)}
+    reach: dict[torch.fx.Node, int] = {}
+    counts = [0] * len(inputs)
+    for node in graph.nodes:
+        m = bit.get(node, 0)
+        for inp in node.all_input_nodes:
+            m |= reach.get(inp, 0)
+        if not m:
+            continue
+        reach[node] = m
+        if node.op in _CALLS:
+            while m:
+                low = m & -m
+                counts[low.bit_length() - 1] += 1
+                m ^= low
+    k = max(range(len(inputs)), key=lambda i: counts[i])
+    if counts[k] == 0:
+        return None
+    mask = 1 << k
+    return inputs[k].name, {n.name for n, m in reach.items() if m & mask}

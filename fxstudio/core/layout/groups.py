@@ -10,8 +10,12 @@ import functools
 
 import numpy as np
 
+from fxstudio.core.card_text import frame_relative, single_card_paths
 from fxstudio.core.layout.types import GroupBox
 from fxstudio.core.node_text import META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
+
+
+INNER_PAD = 5.0   # between a frame and the frames nested in it (its own cards get ``pad``)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -68,12 +72,16 @@ def group_label(path: str, classes: dict[str, str]) -> str:
     return f"{path} · {cls}" if cls else path
 
 
-def frame_members(unit_paths: list[str], leaf_units: list[bool] | None = None) -> dict[str, list[int]]:
+def frame_members(unit_paths: list[str], leaf_units: list[bool] | None = None,
+                  group_units: list[bool] | None = None) -> dict[str, list[int]]:
     """Units directly inside each framed module path.
 
     ``unit_paths[i]`` is the innermost module path of unit i (for a collapsed group's card, the
     group's own path). A leaf module whose every node is a ``call_module`` of it (``leaf_units``)
-    gets no frame, its card says it all; its cards count for the parent's frame instead.
+    gets no frame, its card says it all; its cards count for the parent's frame instead. With
+    ``group_units`` (which units are collapsed groups' cards), neither does a module whose frame
+    would hold a single card and no other frame: the card names the module instead
+    (``card_text.module_caption``), and a parent left with one card loses its frame in turn.
     """
     by_path: dict[str, list[int]] = {}
     for i, p in enumerate(unit_paths):
@@ -83,11 +91,48 @@ def frame_members(unit_paths: list[str], leaf_units: list[bool] | None = None) -
         has_children = {a for q in by_path for a in ancestors(q)[:-1]}
         for p in [p for p, members in by_path.items() if all(leaf_units[i] for i in members)]:
             if p not in has_children:
-                members = by_path.pop(p)
-                parent = p.rsplit(".", 1)[0] if "." in p else ""
-                if parent:
-                    by_path.setdefault(parent, []).extend(members)
+                _to_parent(by_path, p)
+    if group_units is not None:
+        for _ in range(64):   # one level of nesting per round
+            has_children = {a for q in by_path for a in _ancestors(q)[:-1]}
+            single = [p for p, m in by_path.items() if len(m) == 1 and not group_units[m[0]] and p not in has_children]
+            if not single:
+                break
+            for p in single:
+                _to_parent(by_path, p)
     return by_path
+
+
+def _to_parent(by_path: dict[str, list[int]], path: str) -> None:
+    """Drop the frame of ``path``: its units count for its parent's frame (for none at the top)."""
+    members = by_path.pop(path)
+    parent = path.rsplit(".", 1)[0] if "." in path else ""
+    if parent:
+        by_path.setdefault(parent, []).extend(members)
+
+
+def caption_lengths(paths: list[str], ops: list[str], collapsed, frames: dict[str, list[int]],
+                    classes: dict[str, str]) -> dict[int, int]:
+    """The call units whose module gets no frame because it holds them only (``frame_members`` left
+    it out), so that their card names it (``card_text.module_caption``): unit index → the caption's
+    length in characters.
+    ``paths``/``ops``: each unit's module path and op; ``collapsed``: the paths shown as one card."""
+    framed = set(collapsed)
+    for p in frames:
+        framed.update(_ancestors(p))
+    single = single_card_paths(p for p, op in zip(paths, ops) if op != "group")
+    by_path: dict[str, int] = {}
+    out: dict[int, int] = {}
+    for i, (path, op) in enumerate(zip(paths, ops)):
+        if not path or (op != "call_function" and op != "call_method") or path in framed or path not in single:
+            continue
+        length = by_path.get(path)
+        if length is None:
+            parent = next((a for a in reversed(_ancestors(path)[:-1]) if a in framed), "")
+            cls = classes.get(path)
+            length = by_path[path] = len(frame_relative(path, parent)) + (3 + len(cls) if cls else 0)
+        out[i] = length
+    return out
 
 
 def _per_path(by_path: dict[str, list[int]], lo_values: np.ndarray, hi_values: np.ndarray):
@@ -121,8 +166,9 @@ def frame_structure(by_path: dict[str, list[int]]) -> tuple[np.ndarray, np.ndarr
 
 
 def frame_gaps(by_path: dict[str, list[int]], layer: np.ndarray, nlayers: int, base: float,
-               pad: float = 12.0, label_room: float = 22.0, structure=None) -> np.ndarray:
-    """Gap below each layer, wide enough for the frames that close above it and open below it.
+               pad: float = 12.0, label_room: float = 22.0, structure=None, inner: float = INNER_PAD) -> np.ndarray:
+    """Gap below each layer, wide enough for the frames that close above it and open below it
+    (nested ones ``inner`` apart, as ``build_groups`` draws them).
 
     ``structure``: ``frame_structure(by_path)`` when the caller kept it."""
     gaps = np.full(max(nlayers, 1), base)
@@ -143,7 +189,9 @@ def frame_gaps(by_path: dict[str, list[int]], layer: np.ndarray, nlayers: int, b
 
     closing = distinct_depths(hi)
     opening = distinct_depths(lo)
-    need = 16 + pad * closing[: nlayers - 1] + (pad + label_room) * opening[1:nlayers]
+    close, open_ = closing[: nlayers - 1], opening[1:nlayers]
+    need = (16 + np.where(close > 0, pad + inner * (close - 1), 0.0)
+            + np.where(open_ > 0, pad + label_room + (inner + label_room) * (open_ - 1), 0.0))
     gaps[: nlayers - 1] = np.maximum(base, need)
     return gaps
 
@@ -162,24 +210,27 @@ def group_plan(by_path: dict[str, list[int]], collapsed_units, classes: dict[str
 def build_groups(
     by_path: dict[str, list[int]], unit_boxes: np.ndarray, collapsed_units: dict[str, tuple[int, int]],
     classes: dict[str, str], pad: float = 12.0, label_room: float = 22.0, plan: list | None = None,
+    inner: float = INNER_PAD,
 ) -> dict[str, GroupBox]:
     """Nested frames around the units of each module path (``frame_members``).
 
     ``unit_boxes[i]`` is unit i's (x0, y0, x1, y1); ``collapsed_units`` maps each collapsed path to
-    (unit index, member count). Each frame encloses its members' boxes and its child frames with
-    ``pad`` around and ``label_room`` above for the label. ``plan``: ``group_plan(by_path,
-    collapsed_units, classes)`` when the caller kept it (it depends on the paths only).
+    (unit index, member count). Each frame encloses its members' boxes with ``pad`` around (room for
+    their ports and edges), its child frames with ``inner`` around (nested frames stay close), and
+    ``label_room`` above for the label. ``plan``: ``group_plan(by_path, collapsed_units, classes)``
+    when the caller kept it (it depends on the paths only).
     """
     if plan is None:
         plan = group_plan(by_path, collapsed_units, classes)
-    boxes: dict[str, list[float]] = {}
+    cards: dict[str, list[float]] = {}   # the box of each path's own units
+    kids: dict[str, list[float]] = {}    # the box of its child frames
     counts: dict[str, int] = {}
     x0s, _ = _per_path(by_path, unit_boxes[:, 0], unit_boxes[:, 0])
     y0s, _ = _per_path(by_path, unit_boxes[:, 1], unit_boxes[:, 1])
     _, x1s = _per_path(by_path, unit_boxes[:, 2], unit_boxes[:, 2])
     _, y1s = _per_path(by_path, unit_boxes[:, 3], unit_boxes[:, 3])
     for p, a, b, c, d in zip(by_path, x0s.tolist(), y0s.tolist(), x1s.tolist(), y1s.tolist()):
-        boxes[p] = [a, b, c, d]
+        cards[p] = [a, b, c, d]
         counts[p] = len(by_path[p])
     for p, (unit, members) in collapsed_units.items():
         counts[p] = members
@@ -187,23 +238,29 @@ def build_groups(
     # Deepest first, so a parent's box includes its children's padded frames.
     for p, depth, parent, label in plan:
         if p in collapsed_units:
-            x0, y0, x1, y1 = boxes[p]
+            x0, y0, x1, y1 = cards[p]
             g = groups[p] = GroupBox(path=p, label=label, x=x0, y=y0, w=x1 - x0, h=y1 - y0,
                                      depth=depth, collapsed=True, members=counts.get(p, 0))
         else:
-            b = boxes.get(p)
-            if b is None:
+            b, k = cards.get(p), kids.get(p)
+            if b is None and k is None:
                 continue
-            x0, y0, x1, y1 = b[0] - pad, b[1] - pad - label_room, b[2] + pad, b[3] + pad
+            grown = [_grown(box, m) for box, m in ((b, pad), (k, inner)) if box is not None]
+            x0, y0 = min(g[0] for g in grown), min(g[1] for g in grown) - label_room
+            x1, y1 = max(g[2] for g in grown), max(g[3] for g in grown)
             g = groups[p] = GroupBox(path=p, label=label, x=x0, y=y0, w=x1 - x0, h=y1 - y0,
                                      depth=depth, collapsed=False, members=counts.get(p, 0))
         if parent:
-            pb = boxes.get(parent)
+            pb = kids.get(parent)
             gb = [g.x, g.y, g.x + g.w, g.y + g.h]
-            boxes[parent] = gb if pb is None else [min(pb[0], gb[0]), min(pb[1], gb[1]),
-                                                   max(pb[2], gb[2]), max(pb[3], gb[3])]
+            kids[parent] = gb if pb is None else [min(pb[0], gb[0]), min(pb[1], gb[1]),
+                                                  max(pb[2], gb[2]), max(pb[3], gb[3])]
             counts[parent] = counts.get(parent, 0) + g.members
     return groups
+
+
+def _grown(box: list[float], margin: float) -> tuple[float, float, float, float]:
+    return (box[0] - margin, box[1] - margin, box[2] + margin, box[3] + margin)
 
 
 def _signature(path: str, members: list, classes: dict[str, str]) -> tuple:

@@ -21,9 +21,10 @@ from typing import Callable
 import numpy as np
 import torch.fx
 
+from fxstudio.core.card_text import card_lines
 from fxstudio.core.layout.folding import fold_host, row_text_len, rows_of
 from fxstudio.core.layout.graph_model import node_inputs
-from fxstudio.core.node_text import META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
+from fxstudio.core.node_text import META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
 from fxstudio.core.layout.types import EdgeRoute, Layout
 
 CARD_MARGIN = 12.0   # a lane keeps this far from a card's side
@@ -213,6 +214,8 @@ def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozens
         op, target, path, stack, label = node_facts(node)
         if (op, target, path, stack) != (ga.ops[i], ga.targets[i], ga.module_paths[i], ga.module_stacks[i]):
             return None
+        if ga.lines is not None and card_lines(node) != ga.lines[i]:   # a line more or less: a taller card
+            return None
         if fold:
             rows = rows_of(node, exported)
             if len(rows) != (ga.rows[i] if ga.rows is not None else 0):
@@ -310,6 +313,9 @@ def node_facts(node: torch.fx.Node) -> tuple:
     name, target, meta = node.name, target_label(node), node.meta
     shape = meta.get(META_SHAPE)
     shape_len = len("×".join(str(d) for d in shape)) if type(shape) is tuple else 0
+    dtype = meta.get(META_DTYPE)
+    if type(shape) is tuple and type(dtype) is str:   # as ``extract_graph`` counts "1×64×56×56 float32"
+        shape_len += 1 + len(dtype)
     return (node.op, target, meta.get(META_MODULE_PATH) or "", meta.get(META_MODULE_STACK) or [],
             max(len(name), len(target), shape_len))
 

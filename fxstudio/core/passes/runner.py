@@ -28,6 +28,7 @@ import torch
 import torch.fx
 from torch.fx.passes.infra.pass_base import PassResult
 
+from fxstudio.core import heavy_imports
 from fxstudio.core.threads import choose_for, torch_threads
 from fxstudio.core.gc_pause import collections_off
 from fxstudio.core import fx_compat
@@ -165,6 +166,7 @@ def run_pass(obj: Any, gm: torch.fx.GraphModule, label: str, path: Path | None =
     No cyclic collection runs meanwhile (``collections_off``; the window's collector keeps it off
     on worker threads anyway). torch runs on the thread count ``threads.choose_for`` gives the graph:
     a pass that calibrates or profiles on the inputs runs them as a compare would."""
+    heavy_imports.wait()  # a pass may import torch._dynamo: never while the window's warm-up does
     example = tuple((inputs.example_inputs if inputs is not None else None) or ())
     with collections_off(), torch_threads(choose_for(gm, example).count):
         return _run_checked(obj, gm, label, path, share_tensors, inputs)

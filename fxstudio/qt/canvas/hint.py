@@ -1,8 +1,9 @@
-"""The canvas's first-run hint: a small translucent strip at the bottom-left of the canvas that
-says how to select, rewire, navigate by keyboard and find every shortcut, with a close button.
+"""The canvas's first-run hint: a strip in a band under the canvas (the view's bottom margin, so it
+covers no card) that says how to select, rewire, navigate by keyboard and find every shortcut,
+with a close button.
 
 The window shows it until the user closes it (``dismissed`` is then emitted and remembered in
-the settings)."""
+the settings); the band goes with it."""
 
 from __future__ import annotations
 
@@ -43,3 +44,25 @@ class CanvasHint(QFrame):
     def _dismiss(self) -> None:
         self.hide()
         self.dismissed.emit()
+
+
+HINT_MAX_W = 980   # wider, a line of it is too long to read
+BAND_PAD = 4       # above and below the hint in its band
+
+
+def place_hint(view) -> None:
+    """Put ``view``'s hint (a ``CanvasHint`` child of the canvas ``view``) in a band under the
+    canvas's viewport, so it covers no card whatever the view shows; no band while it is hidden
+    (not ``isVisible()``: that is False until the window is shown)."""
+    hint = view.hint
+    band = 0
+    if not hint.isHidden():
+        width = max(min(view.width() - 20, HINT_MAX_W), 200)
+        hint.setFixedWidth(width)
+        height = hint.heightForWidth(width) if hint.hasHeightForWidth() else hint.sizeHint().height()
+        hint.setFixedHeight(max(height, hint.minimumSizeHint().height()))
+        band = hint.height() + 2 * BAND_PAD
+        hint.move(10, view.height() - band + BAND_PAD)
+    margins = view.viewportMargins()
+    if margins.bottom() != band:
+        view.setViewportMargins(0, 0, 0, band)   # resizes the viewport: the view places its overlays again

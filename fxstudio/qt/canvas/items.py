@@ -49,6 +49,8 @@ class CardInfo:
     dead: bool = False    # no node uses its value and it is not the output: DCE would drop it
     rows: tuple[WeightRow, ...] = ()   # folded weights drawn inside the card (card_rows.py)
     error: str = ""       # "torch rejects this node: ..." (node_text.rejection_text): a red card
+    line: str = ""        # the target line under the title, "" when the title says it (card_text.card_target_line)
+    caption: str = ""     # its module when no frame shows it: ``conv1 · Conv2d`` (card_text.module_caption)
 
 
 def _lod(painter: QPainter) -> float:
@@ -56,6 +58,7 @@ def _lod(painter: QPainter) -> float:
 
 
 _PAD = 7.0
+_MIN_GAP = 2.0   # the least space between a card's lines (the layout makes cards tall enough)
 _METRICS: dict[str, QFontMetricsF] = {}
 
 
@@ -99,31 +102,39 @@ class _Face:
             tag_w = _metrics("small").horizontalAdvance(tag)
             if fm.horizontalAdvance(info.name) + tag_w + 8 <= inner:
                 self.dead_tag = (_static(tag, "small"), QPointF(w - _PAD - tag_w, (hh - _metrics("small").height()) / 2))
-        # The target, then the shape. Constants follow the target on its line when they fit there
-        # (``operator.mul  × 2``), else they get a line of their own in the smaller font, as does
-        # the shape then, so that three lines fit the card's body.
-        body = _metrics("body")
-        target = _target_text(info.target, inner, info.name) if info.target else ""
-        after = body.horizontalAdvance(target + "  ") if target else 0.0
-        inline = bool(info.consts) and after + body.horizontalAdvance(info.consts) <= inner
-        lines = [(target, "body", st.TEXT_DARK)] if target else []
-        if info.consts and not inline:
-            lines.append((info.consts, "small", st.TEXT_CONST))
-        if info.error:   # torch's message where the shape would be: what a run would raise here
-            lines.append(("✖ " + info.error.removeprefix(REJECTED_PREFIX), "small", st.REJECTED))
-        elif info.shape:
-            lines.append((info.shape, "small" if len(lines) > 1 else "body", st.TEXT_MUTED))
-        self.lines = []
+        # Under the title: the module (when no frame says it), the target (when the title does
+        # not say it), the constants, the shape; each line at its full height. Constants go after
+        # the line above them (elided) only where the card has no room for their own line.
         body_h = h - hh - rows_height(len(info.rows))
         self.rows = RowFace(info.rows, w, h) if info.rows else None
+        lines = [(info.caption, "body", st.FRAME_TEXT)] if info.caption else []
+        if info.line:
+            lines.append((_target_text(info.line, inner, info.name), "body", st.TEXT_DARK))
+        shape = (("✖ " + info.error.removeprefix(REJECTED_PREFIX), "small", st.REJECTED) if info.error
+                 else (info.shape, "body", st.TEXT_MUTED) if info.shape else None)
+        inline = None   # (line index, x) of constants drawn after that line
+        if info.consts:
+            need = sum(_metrics(r).height() for _, r, _ in lines) + _metrics("small").height() + (
+                _metrics(shape[1]).height() if shape else 0.0)
+            count = len(lines) + 1 + (shape is not None)
+            if lines and need + (count + 1) * _MIN_GAP > body_h:
+                text = lines[-1][0]
+                after = _metrics("body").horizontalAdvance(text + "  ")
+                inline = (len(lines) - 1, after) if after < inner * 0.75 else None
+            if inline is None:
+                lines.append((info.consts, "small" if lines else "body", st.TEXT_CONST))
+        if shape is not None:
+            lines.append(shape)
+        self.lines = []
         if lines and body_h > 8:
             heights = [_metrics(role).height() for _, role, _ in lines]
             gap = max(body_h - sum(heights), 0.0) / (len(lines) + 1)
             y = hh + gap
-            for (text, role, colour), lh in zip(lines, heights):
+            for k, ((text, role, colour), lh) in enumerate(zip(lines, heights)):
                 self.lines.append((_static(text, role, inner), QPointF(_PAD, y), st.pen(colour), role))
-                if inline and text is target:
-                    self.lines.append((_static(info.consts, "body"), QPointF(_PAD + after, y), st.pen(st.TEXT_CONST), "body"))
+                if inline is not None and inline[0] == k:
+                    self.lines.append((_static(info.consts, "body", inner - inline[1]), QPointF(_PAD + inline[1], y),
+                                       st.pen(st.TEXT_CONST), "body"))
                 y += lh + gap
         on_rows = {r.name for r in info.rows}
         top = [(p, x) for p, x in zip(info.ports, port_offsets(info.ports, info.rows, w, h)) if p.src not in on_rows]
@@ -201,6 +212,8 @@ class NodeCard(QGraphicsItem):
         """The card's full texts (the card itself elides them): name, op and target, shape, and
         what the overlays say (added/changed, error against tolerance of the last run)."""
         lines = [self.info.name, f"{self.info.op}: {self.info.target}"]
+        if self.info.caption:
+            lines.append(f"in module {self.info.caption}")
         if self.info.consts:
             lines.append(f"constants: {self.info.consts}")
         if self.info.error:
@@ -395,6 +408,16 @@ class GroupFrame(_GroupItem):
     def __init__(self, group: GroupBox):
         super().__init__(group, -10 + min(group.depth, 9) * 0.1)
 
+    def set_group(self, group: GroupBox) -> None:
+        """Move/resize the frame to ``group``; its tooltip is the whole path and class."""
+        super().set_group(group)
+        self.setToolTip(group.label)
+
+    def title(self) -> str:
+        """The title it shows: ``self_attn · MultiheadAttention`` for ``enc.layers.0.self_attn``
+        (the frames around it say the rest)."""
+        return st.frame_title(self.group.label, self.group.depth)
+
     def title_rect(self) -> QRectF:
         """Scene rectangle of the title band (toggle and "path · Class")."""
         top_left = self.scenePos() + self._rect.topLeft()
@@ -415,7 +438,7 @@ class GroupFrame(_GroupItem):
             _paint_toggle(painter, QRectF(5, 3, st.TOGGLE, st.TOGGLE), expanded=True)
             painter.setPen(st.pen(st.FRAME_TEXT))
             painter.setFont(st.font("frame"))
-            text = st.frame_label_text(self.group.label, QFontMetricsF(st.font("frame")), self._rect.width() - st.TOGGLE - 16)
+            text = st.frame_label_text(self.title(), QFontMetricsF(st.font("frame")), self._rect.width() - st.TOGGLE - 16)
             painter.drawText(QRectF(st.TOGGLE + 10, 2, self._rect.width() - st.TOGGLE - 14, st.FRAME_LABEL_H - 2),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text)
 

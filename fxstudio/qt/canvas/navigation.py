@@ -4,7 +4,7 @@ handlers that call them."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 
 from fxstudio.qt.canvas import style as st
 
@@ -17,7 +17,10 @@ MAX_FIT_ZOOM = 1.0        # nor above 100 %: a narrow graph is not blown up
 class CanvasNavigation:
     """Zoom, fit, centring and selection stepping for a ``QGraphicsView`` showing a ``CanvasScene``
     (``self.canvas_scene``), with ``self.selection``, ``self.document``, ``self.flush()`` and a
-    ``zoom_changed`` signal."""
+    ``zoom_changed`` signal. ``fresh_view``: True while the view is the opening one (``show_start``)
+    and nothing moved it since."""
+
+    fresh_view = False
 
     def zoom(self) -> float:
         """The current scale (1.0 = one scene unit per pixel)."""
@@ -25,6 +28,7 @@ class CanvasNavigation:
 
     def zoom_by(self, factor: float, anchor: QPointF | None = None) -> None:
         """Zoom by ``factor`` keeping the scene point under ``anchor`` (viewport pixels) in place."""
+        self.fresh_view = False
         if anchor is None:
             anchor = QPointF(self.viewport().rect().center())
         new_scale = min(max(self.zoom() * factor, MIN_SCALE), MAX_SCALE)
@@ -56,6 +60,7 @@ class CanvasNavigation:
         zoom between ``MIN_READABLE_ZOOM`` (names legible) and 100 %, and scroll to the top of the
         graph, where its inputs are. A graph readable whole at that zoom is shown whole, centred."""
         self.flush()
+        self.fresh_view = False
         layout = self.canvas_scene.layout
         if layout is None or not (layout.nodes or layout.groups):
             return
@@ -79,11 +84,13 @@ class CanvasNavigation:
         self.zoom_changed.emit(self.zoom())
 
     def open_at_inputs(self) -> None:
-        """The opening view, as Netron opens: a graph readable whole at a zoom between
-        ``MIN_READABLE_ZOOM`` and 100 % is shown whole, centred; a bigger one opens at its inputs and
-        first operations: the top of the graph, at the zoom that fits the width of what the first
+        """The opening view, as Netron opens: a graph that fits at 100 % is shown whole, centred,
+        at 100 % (a small graph is never blown up, nor shrunk to fit); a bigger one opens at its
+        inputs and first operations: the top of the graph, at the zoom that fits the width of what the first
         screen holds (never below ``MIN_READABLE_ZOOM``, never above 100 %), centred on the inputs
-        but never leaving an empty band beside that part of the graph."""
+        but never leaving an empty band beside that part of the graph. The inputs are the one that
+        feeds most of the computation and what it feeds (``layout.feeding_input``): GPT-2's export
+        opens on ``input_ids → embedding → …``, not on ``use_cache`` and position plumbing."""
         self.flush()
         layout = self.canvas_scene.layout
         if layout is None or not (layout.nodes or layout.groups):
@@ -92,13 +99,16 @@ class CanvasNavigation:
         vp = self.viewport().rect()
         m = 30.0
         z = min(max(min(vp.width() / (x1 - x0 + 2 * m), vp.height() / (y1 - y0 + 2 * m)), 0.0), MAX_FIT_ZOOM)
-        if z >= MIN_READABLE_ZOOM:
+        if z >= MAX_FIT_ZOOM:
             self._set_zoom(z)
             self.centerOn(QRectF(x0, y0, x1 - x0, y1 - y0).center())
         else:
             boxes = list(layout.nodes.values()) + [g for g in layout.groups.values() if g.collapsed]
             first = min(b.layer for b in boxes)
             inputs = [b for b in boxes if b.layer == first]
+            fed = self._fed_boxes(layout)
+            if fed:
+                inputs, boxes = fed[:1], fed
             cx = (min(b.x for b in inputs) + max(b.x + b.w for b in inputs)) / 2
             z = MAX_FIT_ZOOM
             for _ in range(3):   # the width of what the first screen shows depends on the zoom
@@ -115,6 +125,41 @@ class CanvasNavigation:
             self.centerOn(QPointF(cx, y0 - m + vp.height() / 2 / z))
         self._sync_lod()
         self.zoom_changed.emit(self.zoom())
+
+    def viewport_pos_of(self, name: str, where: str = "center") -> QPoint:
+        """Viewport pixel of a card's centre (``where="center"``) or of its first input port (``"port:K"``)."""
+        card = self.canvas_scene.cards[name]
+        if where.startswith("port:"):
+            key = where[5:]
+            idx = next(i for i, p in enumerate(card.info.ports) if str(p.key) == key)
+            return self.mapFromScene(card.port_pos(idx))
+        return self.mapFromScene(card.sceneBoundingRect().center())
+
+    def _edge_scroll(self, p: QPoint, margin: int = 24) -> None:
+        """While rewiring, moving near the border scrolls the view toward a source off screen."""
+        vp = self.viewport().rect()
+        dx = min(p.x() - margin, 0) + max(p.x() - (vp.width() - margin), 0)
+        dy = min(p.y() - margin, 0) + max(p.y() - (vp.height() - margin), 0)
+        if dx:
+            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() + dx)
+        if dy:
+            self.verticalScrollBar().setValue(self.verticalScrollBar().value() + dy)
+
+    def _fed_boxes(self, layout) -> list:
+        """The cards of the input that feeds most of the graph (first) and of what it feeds; empty
+        when no input feeds anything."""
+        from fxstudio.core.layout import feeding_input
+
+        cached = getattr(self, "_fed", None)
+        if cached is not None and cached[0] == layout.serial:   # a resize of the opening view asks again
+            return cached[1]
+        found = feeding_input(self.document.edited.graph) if self.document is not None else None
+        boxes = []
+        if found is not None and found[0] in layout.nodes:
+            name, fed = found
+            boxes = [layout.nodes[name]] + [b for n, b in layout.nodes.items() if n in fed and n != name]
+        self._fed = (layout.serial, boxes)
+        return boxes
 
     def set_fold_weights(self, on: bool) -> None:
         """Draw weights used by one op as rows of its card (True) or as cards of their own, keeping
@@ -148,6 +193,7 @@ class CanvasNavigation:
     def fit(self) -> None:
         """Fit the whole graph in the view (never magnifying past 1.5×): Fit All, Shift+F."""
         self.flush()
+        self.fresh_view = False
         layout = self.canvas_scene.layout
         if layout is None or not (layout.nodes or layout.groups):
             return
@@ -175,6 +221,7 @@ class CanvasNavigation:
             return False
         visible = self.mapToScene(self.viewport().rect()).boundingRect()
         if not visible.contains(item.sceneBoundingRect()):
+            self.fresh_view = False
             self.centerOn(item.sceneBoundingRect().center())
         return True
 

@@ -41,9 +41,11 @@ def warm_fake_checks() -> None:
     a drag when it finds it cold."""
     if _warming or fake_mode_ready():
         return
+    from fxstudio.qt.workers import start_importer
+
     thread = threading.Thread(target=warm_fake_mode, name="fxstudio-warm-fake", daemon=True)
     _warming.append(thread)
-    thread.start()
+    start_importer(thread)  # background tasks started meanwhile wait for it: no two threads import torch._dynamo
 
 
 def downstream(node: torch.fx.Node) -> set[str]:

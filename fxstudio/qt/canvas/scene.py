@@ -14,11 +14,9 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
-from fxstudio.core import fx_compat
-from fxstudio.core.argsyntax import format_value
-from fxstudio.core.layout import routes_into
-from fxstudio.core.layout import Layout
-from fxstudio.core.node_text import card_target_text, edge_label, shape_text
+from fxstudio.core.card_text import card_target_line, constants_text, module_caption, single_card_paths
+from fxstudio.core.layout import Layout, ancestors, routes_into
+from fxstudio.core.node_text import META_MODULE_PATH, card_target_text, edge_label, rejection_text, shape_text
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.card_rows import WeightRow, weight_rows
 from fxstudio.qt.canvas.edge_item import EdgeItem
@@ -49,81 +47,13 @@ def input_ports(node: torch.fx.Node) -> list[PortSpec]:
     return ports
 
 
-# Binary operators shown as their symbol with the constant operand: ``x * 2`` reads ``× 2``.
-_OPERATOR_SYMBOLS = {"add": "+", "iadd": "+", "sub": "−", "isub": "−", "mul": "×", "imul": "×",
-                     "truediv": "÷", "itruediv": "÷", "div": "÷", "floordiv": "//", "ifloordiv": "//", "mod": "%",
-                     "pow": "**", "ipow": "**", "matmul": "@", "and_": "&", "or_": "|", "xor": "^",
-                     "lshift": "<<", "rshift": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
-                     "gt": ">", "ge": ">="}
-MAX_CONST_CHARS = 60   # longer constants (a big list) are cut here; the card elides to its width
-
-
-def _has_node(value) -> bool:
-    if isinstance(value, torch.fx.Node):
-        return True
-    if isinstance(value, (list, tuple)):
-        return any(_has_node(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_node(v) for v in value.values())
-    return False
-
-
-def _const(value) -> str:
-    try:
-        text = format_value(value)
-    except Exception:  # noqa: BLE001 (an exotic constant: its repr is good enough on a card)
-        text = repr(value)
-    return text if len(text) <= MAX_CONST_CHARS else text[:MAX_CONST_CHARS - 1] + "…"
-
-
-def constants_text(node: torch.fx.Node) -> str:
-    """The node's constant arguments as a short line: ``× 2`` for ``x * 2``, ``max=5.0`` for
-    ``clamp(x, max=5.0)``, ``1, -1`` for ``view(1, -1)``; ``""`` when every argument is a node."""
-    if node.op in ("placeholder", "output", "get_attr"):
-        return ""
-    args, kwargs = node.args, node.kwargs
-    symbol = _OPERATOR_SYMBOLS.get(getattr(node.target, "__name__", "")) if node.op == "call_function" \
-        and getattr(node.target, "__module__", "") in ("_operator", "operator") else None
-    if symbol and len(args) == 2 and not kwargs:
-        a, b = args
-        if _has_node(a) and not _has_node(b):
-            return f"{symbol} {_const(b)}"
-        if _has_node(b) and not _has_node(a):
-            return f"{_const(a)} {symbol}"
-    schema = fx_compat.op_schema(node.target)   # an ATen op names its arguments and defaults
-    if schema is not None:
-        parts = []
-        spec = {a.name: a for a in schema.arguments}
-        named = list(zip((a.name for a in schema.arguments), args)) + list(kwargs.items())
-        for name, value in named:
-            arg = spec.get(name)
-            if _has_node(value) or (arg is not None and arg.has_default_value() and _same(arg.default_value, value)):
-                continue
-            parts.append(f"{name}={_const(value)}")
-        symbol = _OPERATOR_SYMBOLS.get(schema.name.rpartition("::")[2].rstrip("_"))
-        if symbol and len(parts) == 1 and parts[0].startswith("other="):   # aten.mul(x, 2): "× 2"
-            return f"{symbol} {parts[0][6:]}"
-        return ", ".join(parts)
-    parts = [_const(a) for a in args if not _has_node(a)]
-    parts += [f"{k}={_const(v)}" for k, v in kwargs.items() if not _has_node(v)]
-    return ", ".join(parts)
-
-
-def _same(default, value) -> bool:
-    """Whether an argument equals its schema default (``[1, 1]`` and ``(1, 1)`` alike)."""
-    try:
-        if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple)):
-            return list(default) == list(value)
-        return type(default) is type(value) and default == value
-    except Exception:  # noqa: BLE001 (exotic values: shown)
-        return False
-
-
 def card_info(node: torch.fx.Node, node_id: int, gm: torch.nn.Module | None = None,
-              rows: tuple[WeightRow, ...] = ()) -> CardInfo:
-    """Everything a card shows about ``node``; ``rows``: the weights folded into it (``card_rows``)."""
+              rows: tuple[WeightRow, ...] = (), caption: str = "") -> CardInfo:
+    """Everything a card shows about ``node``; ``rows``: the weights folded into it (``card_rows``);
+    ``caption``: its module when no frame shows it (``card_text.module_caption``)."""
     return CardInfo(node.name, node_id, node.op, card_target_text(node, gm), shape_text(node), input_ports(node),
-                    constants_text(node), not node.users and node.op != "output", rows)
+                    constants_text(node), not node.users and node.op != "output", rows, rejection_text(node),
+                    card_target_line(node, gm), caption)
 
 
 def folded_hosts(layout: Layout | None) -> dict[str, tuple[str, ...]]:
@@ -164,6 +94,7 @@ class CanvasScene(QGraphicsScene):
         self._ops: dict[str, str] = {}
         self._label_of: dict[str, tuple] = {}   # source name -> key of the edge item showing its shape
         self._hosts: dict[str, tuple[str, ...]] = {}   # folded weights by host card (``folded_hosts``)
+        self._single: set[str] = set()   # module paths holding one card (``card_text.single_card_paths``)
         self._row_cards: dict[int, NodeCard] | None = {}   # folded weight id -> its host's card (None: stale)
         self.overview = OverviewItem()
         self.overview.setVisible(False)
@@ -213,6 +144,11 @@ class CanvasScene(QGraphicsScene):
         self.last_update["incremental"] = refresh is not None
         refresh = self._rows_refresh(layout, refresh)
         nodes = {n.name: n for n in gm.graph.nodes}
+        single = self._single
+        if refresh is None or base is None or base.nodes.keys() != layout.nodes.keys():   # cards came or went
+            single = single_card_paths(nodes[n].meta.get(META_MODULE_PATH) or "" for n in layout.nodes if n in nodes)
+        refresh = _captions_refresh(base, layout, nodes, refresh, self._single ^ single)
+        self._single = single
         self._sync_cards(nodes, layout, id_of, refresh)
         self._sync_groups(layout)
         self._sync_edges(nodes, layout, refresh)
@@ -236,7 +172,8 @@ class CanvasScene(QGraphicsScene):
         """What ``node``'s card shows now, its folded weights' rows included."""
         folded = self._hosts.get(node.name, ())
         rows = weight_rows(node, folded, id_of) if folded else ()
-        return card_info(node, id_of(node), self.graph_module, rows)
+        caption = module_caption(node, self.layout.groups, self._single) if self.layout is not None else ""
+        return card_info(node, id_of(node), self.graph_module, rows, caption)
 
     def row_card(self, node_id: int) -> NodeCard | None:
         """The card showing the folded weight ``node_id`` as a row, or None."""
@@ -325,7 +262,7 @@ class CanvasScene(QGraphicsScene):
             d.clear()
         self.by_id.clear()
         self._label_of = {}
-        self._hosts, self._row_cards = {}, {}
+        self._hosts, self._row_cards, self._single = {}, {}, set()
         self.overview.set_layout(Layout(), {})
         self.layout = None
         self.graph_module = None
@@ -516,8 +453,8 @@ class CanvasScene(QGraphicsScene):
             if card is None or card.info.node_id != id_of(node):
                 return False
             info = self.info_of(node, id_of)
-            if info.ports != card.info.ports or info.rows != card.info.rows:
-                return False
+            if info.ports != card.info.ports or info.rows != card.info.rows or _lines(info) != _lines(card.info):
+                return False   # other ports, rows or a line more or less (a taller card): relay out
             infos.append((card, info))
         for card, info in infos:
             if info != card.info:
@@ -572,6 +509,29 @@ class CanvasScene(QGraphicsScene):
                 if d.x() * d.x() + d.y() * d.y() <= radius * radius:
                     return item
         return None
+
+
+def _lines(info: CardInfo) -> tuple[bool, bool, bool]:
+    """Which of a card's optional lines it shows (caption, target, constants): what its height follows."""
+    return bool(info.caption), bool(info.line), bool(info.consts)
+
+
+def _captions_refresh(base: Layout | None, layout: Layout, nodes: dict, refresh: set[str] | None,
+                      changed: set[str]) -> set[str] | None:
+    """``refresh`` plus the cards whose module caption may change: those in a module whose frame
+    came or went since ``base``, or that came to hold one card or more (``changed``: those paths),
+    as a module's second card makes its frame (``module_caption``)."""
+    if refresh is None or base is None:
+        return refresh
+    changed = changed | (base.groups.keys() ^ layout.groups.keys())
+    if not changed:
+        return refresh
+    extra = set()
+    for name, node in nodes.items():
+        path = node.meta.get(META_MODULE_PATH) or ""
+        if path and any(a in changed for a in ancestors(path)):
+            extra.add(name)
+    return set(refresh) | extra
 
 
 def _slice(edges: list, bounds: tuple[int, int]) -> list:

@@ -144,6 +144,18 @@ class CanvasSearch:
             self.search_bar.show_count(0, len(self._matches))
         return len(self._matches)
 
+    def reset_search(self) -> None:
+        """Forget the query and its matches and close the find bar (another model is shown)."""
+        for name in self._matches:
+            self._mark(name, 0)
+        self._pattern, self._matches, self._match_index = "", [], -1
+        self.search_bar.edit.blockSignals(True)
+        self.search_bar.edit.clear()
+        self.search_bar.edit.blockSignals(False)
+        self.search_bar.show_count(0, 0)
+        self.search_bar.hide()
+        self._update_highlights()
+
     def _rematch(self) -> None:
         cards = self.canvas_scene.cards
         for name in self._matches:

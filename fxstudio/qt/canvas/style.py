@@ -137,13 +137,16 @@ def frame_fill(depth: int) -> QColor:
     return _color(FRAME_FILLS[min(depth, len(FRAME_FILLS) - 1)])
 
 
+def frame_title(label: str, depth: int) -> str:
+    """What a module frame's title says: its path relative to the frame around it, then its class
+    (``self_attn · MultiheadAttention`` inside ``0 · TransformerEncoderLayer``), as Model Explorer's
+    layers read; a frame at the top (``depth`` 0) says its whole path."""
+    path, sep, rest = label.partition(" · ")
+    return (path.rsplit(".", 1)[-1] if depth > 0 else path) + sep + rest
+
+
 def frame_label_text(label: str, fm, room: float) -> str:
-    """A frame's label as it fits in ``room`` pixels (``fm``: the frame font's metrics):
-    ``m.h.0.mlp.dropout · Dropout`` in full, else with the path cut to its last part
-    (``dropout · Dropout``: the frames around say the rest), else elided."""
+    """A frame's title as it fits in ``room`` pixels (``fm``: the frame font's metrics), elided."""
     if fm.horizontalAdvance(label) <= room:
         return label
-    path, sep, rest = label.partition(" · ")
-    if "." in path:
-        label = path.rsplit(".", 1)[-1] + sep + rest
     return fm.elidedText(label, Qt.TextElideMode.ElideRight, room)

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QFrame, QGraphicsView, QToolTip, QWidget
 
 from fxstudio.core.errors import EditRefused
 from fxstudio.qt.canvas.card_rows import mark_selected_rows
-from fxstudio.qt.canvas.hint import CanvasHint
+from fxstudio.qt.canvas.hint import CanvasHint, place_hint
 from fxstudio.qt.canvas.items import GroupCard
 from fxstudio.qt.canvas.minimap import Minimap
 from fxstudio.qt.canvas.navigation import MIN_READABLE_ZOOM, ZOOM_STEP, CanvasNavigation  # noqa: F401 (re-exported)
@@ -41,7 +41,7 @@ CANVAS_KEYS: tuple[tuple[str, str], ...] = (
     ("+ / -", "Zoom in / out around the cursor"),
     ("F / Shift+F", "Fit readably (widest layer, inputs in view) / fit the whole graph"),
     ("F3 / Shift+F3", "Next / previous search match"),
-    ("Escape", "Cancel a rewire drag, close the find bar"),
+    ("Escape", "Cancel a rewire drag, close the find bar, else clear the selection"),
     ("Drag an input port", "Rewire: feed that input from the card it is dropped on"),
     ("Shift+drag / Ctrl+drag on empty space", "Select the cards inside the band / add them to the selection"),
 )
@@ -116,6 +116,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.search_bar.closed.connect(lambda: (self.search(""), self.setFocus()))
         self._init_overlays()
         self.hint = CanvasHint(self)
+        self.hint.dismissed.connect(self._place_overlays)   # its band goes with it
         self._hint_enabled = False
         self.canvas_scene.layout_changed.connect(self._layout_changed)
         self.horizontalScrollBar().valueChanged.connect(self._view_moved)
@@ -128,6 +129,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self._subscription.follow(doc)
         self._cancel_drag()
         self._pending = []
+        if doc is None or self.document is None or _model(doc) != _model(self.document):
+            self.reset_search()   # another model: the last one's query means nothing here
         self.document = doc
         self.collapsed = set()
         self.repeats.reset()
@@ -158,9 +161,11 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         return super().event(event)
 
     def show_start(self) -> None:
-        """The opening view: the whole graph when it reads at that size, else its inputs and first
-        operations at a readable zoom (``open_at_inputs``), as Netron opens; Shift+F fits all."""
+        """The opening view: the whole graph when it fits at 100 %, else its inputs and first
+        operations at a readable zoom (``open_at_inputs``), as Netron opens; Shift+F fits all.
+        Until the user moves the view, a resize (the window shown, its docks sized) opens it again."""
         self.open_at_inputs()
+        self.fresh_view = True
 
     def _relayout(self, previous, refresh: set[str] | None = None, changed: list | None = None,
                   nodes: dict | None = None) -> None:
@@ -262,15 +267,6 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         """Pick the level of detail for the current zoom, then paint."""
         self._sync_lod()
         super().paintEvent(event)
-
-    def viewport_pos_of(self, name: str, where: str = "center") -> QPoint:
-        """Viewport pixel of a card's centre (``where="center"``) or of its first input port (``"port:K"``)."""
-        card = self.canvas_scene.cards[name]
-        if where.startswith("port:"):
-            key = where[5:]
-            idx = next(i for i, p in enumerate(card.info.ports) if str(p.key) == key)
-            return self.mapFromScene(card.port_pos(idx))
-        return self.mapFromScene(card.sceneBoundingRect().center())
 
     # -- collapse -----------------------------------------------------------------------------
     def toggle_group(self, path: str) -> None:
@@ -390,16 +386,6 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
             return event.accept()
         super().mouseMoveEvent(event)
 
-    def _edge_scroll(self, p: QPoint, margin: int = 24) -> None:
-        """While rewiring, moving near the border scrolls the view toward a source off screen."""
-        vp = self.viewport().rect()
-        dx = min(p.x() - margin, 0) + max(p.x() - (vp.width() - margin), 0)
-        dy = min(p.y() - margin, 0) + max(p.y() - (vp.height() - margin), 0)
-        if dx:
-            self.horizontalScrollBar().setValue(self.horizontalScrollBar().value() + dx)
-        if dy:
-            self.verticalScrollBar().setValue(self.verticalScrollBar().value() + dy)
-
     def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Finish a rewire (one ``set_arg``, or a refusal, or a cancel) or a pan."""
         if self._drag is not None and event.button() == Qt.MouseButton.LeftButton:
@@ -427,9 +413,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         if self._pan_from is not None and event.button() == Qt.MouseButton.LeftButton:
             self._pan_from = None
             self.viewport().unsetCursor()
-            if not self._panned:
-                self.selection.clear()
-            return event.accept()
+            return event.accept()   # a click on empty canvas only gives it the focus (Esc clears the selection)
         super().mouseReleaseEvent(event)
 
     def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802 (Qt override)
@@ -469,7 +453,9 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
             self.status_hint.emit(PORT_HINT if over else "")
 
     def viewportEvent(self, event) -> bool:  # noqa: N802 (Qt override)
-        """A port's tooltip is the rewiring hint (not its card's)."""
+        """A port's tooltip is the rewiring hint (not its card's); a press or the wheel ends the opening view."""
+        if event.type() in (QEvent.Type.MouseButtonPress, QEvent.Type.Wheel):
+            self.fresh_view = False
         if event.type() == QEvent.Type.ToolTip and self._drag is None:
             hit = self.port_under(event.pos())
             if hit is not None:
@@ -490,8 +476,9 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
     # -- keyboard -----------------------------------------------------------------------------
     def keyPressEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """F fit, +/- zoom, arrows move the selection (or pan), F2/Enter edit, Ctrl+F find,
-        F3/Shift+F3 cycle matches, Esc cancel."""
+        F3/Shift+F3 cycle matches, Esc cancel (or clear the selection)."""
         key, mods = event.key(), event.modifiers()
+        self.fresh_view = False
         ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
         shift = bool(mods & Qt.KeyboardModifier.ShiftModifier)
         cursor = self.viewport().mapFromGlobal(self.cursor().pos())
@@ -526,6 +513,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         elif key == Qt.Key.Key_Down:
             self.verticalScrollBar().setValue(self.verticalScrollBar().value() + step)
         elif key == Qt.Key.Key_Escape:
+            if self._drag is None and self.search_bar.isHidden():
+                self.selection.clear()
             self._cancel_drag()
             self.search_bar.close_bar()
         else:
@@ -536,6 +525,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Keep the minimap bottom-right and the find bar top-right."""
         super().resizeEvent(event)
+        if self.fresh_view and self.document is not None:
+            self.open_at_inputs()   # opened before the window had its size (``fxstudio.edit``)
         self._update_scroll_area()
         self._place_overlays()
         self._view_moved()
@@ -546,12 +537,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.search_bar.adjustSize()
         self.search_bar.move(vp.right() - self.search_bar.width() - 10, vp.top() + 10)
         self._place_legend()
-        if not self.hint.isHidden():   # not isVisible(): that is False until the window is shown
-            width = max(min(vp.width() - self.minimap.width() - 40, 640), 200)
-            self.hint.setFixedWidth(width)
-            height = self.hint.heightForWidth(width) if self.hint.hasHeightForWidth() else self.hint.sizeHint().height()
-            self.hint.setFixedHeight(max(height, self.hint.minimumSizeHint().height()))
-            self.hint.move(vp.left() + 10, vp.bottom() - self.hint.height() - 10)
+        place_hint(self)
 
     def _layout_changed(self) -> None:
         update = self.canvas_scene.last_update
@@ -594,3 +580,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         x0, y0, x1, y1 = self.canvas_scene.bounds
         whole = visible.contains(QRectF(x0, y0, x1 - x0, y1 - y0))
         self.minimap.setVisible(layout is not None and bool(layout.nodes or layout.groups) and not whole)
+
+
+def _model(doc) -> tuple:
+    """What tells two documents' models apart (a ``.pt2``'s view-only structure and its loaded graph alike)."""
+    return (doc.loaded.path, doc.loaded.display_name)

@@ -118,7 +118,8 @@ def test_card_sizes_come_from_the_sizes_argument_or_the_label():
     graph = loaded("two_linear.py", "fx").graph_module.graph
     names = [n.name for n in graph.nodes]
     default = compute_layout(graph)
-    assert all(130 <= b.w <= 330 and b.h == 56 for b in default.nodes.values())
+    # two lines under the title (56), or one where the name says the op (44: the shape only)
+    assert all(130 <= b.w <= 330 and b.h in (44, 56) for b in default.nodes.values())
     sized = compute_layout(graph, sizes={names[1]: (400, 90)})
     assert (sized.nodes[names[1]].w, sized.nodes[names[1]].h) == (400, 90)
     assert_valid_layout(sized, graph)

@@ -9,7 +9,7 @@ from torch import nn
 
 from fxstudio.core.document import Document
 from fxstudio.core.layout import compute_layout, fold_plan, folded_weights, row_label, row_shape
-from fxstudio.core.layout.engine import CARD_H, WEIGHT_ROW_H, WEIGHT_ROWS_PAD
+from fxstudio.core.layout.engine import CARD_H, CARD_H_ONE_LINE, CARD_LINE_H, WEIGHT_ROW_H, WEIGHT_ROWS_PAD
 from fxstudio.core.loading import load_model
 from tests.model_files import save_small_cnn_pt2
 
@@ -57,7 +57,8 @@ def test_the_folded_layout_shows_operations_from_the_first_layers(exported_cnn):
     assert [b.name for b in by_layer if b.layer == 0] == ["x"]
     assert all(_by_name(graph)[b.name].op == "call_function" for b in by_layer if 1 <= b.layer <= 3)
     bn = next(n.name for n in graph.nodes if "batch_norm" in str(n.target))
-    assert folded.nodes[bn].h == CARD_H + 4 * WEIGHT_ROW_H + WEIGHT_ROWS_PAD   # four rows
+    # four rows, and a line naming its module "bn · BatchNorm2d" (its frame would hold that card only)
+    assert folded.nodes[bn].h == CARD_H + CARD_LINE_H + 4 * WEIGHT_ROW_H + WEIGHT_ROWS_PAD
     assert plain.nodes[bn].h == CARD_H
     widths = [b.w for b in folded.nodes.values()]
     assert max(widths) >= len("running_mean 8") * 7   # a row's text fits its card
@@ -103,7 +104,8 @@ def test_a_rewire_keeps_the_cards_and_an_edit_that_unfolds_a_weight_relays_out(e
     changed = [mul, nodes["fc_bias"], linear]
     unfolded = compute_layout(graph, previous=layout, changed=changed, fold_weights=True)
     assert "rerouted" not in unfolded.stats
-    assert "fc_bias" in unfolded.nodes and unfolded.nodes[linear.name].h == CARD_H + WEIGHT_ROW_H + WEIGHT_ROWS_PAD
+    # its shape only under its title (a frame names fc now), then one row: fc_weight
+    assert "fc_bias" in unfolded.nodes and unfolded.nodes[linear.name].h == CARD_H_ONE_LINE + WEIGHT_ROW_H + WEIGHT_ROWS_PAD
     assert any(e.src == "fc_bias" and e.dst == mul.name for e in unfolded.edges)
     doc.undo()
     refolded = compute_layout(graph, previous=unfolded, changed=changed, fold_weights=True)

@@ -59,9 +59,28 @@ def test_exported_frames_carry_class_names():
     gpt = {p: g.label for p, g in compute_layout(graph("gpt2.pt2"), fold_weights=True).groups.items()}
     assert gpt["m"] == "m · GPT2Model" and gpt["m.h.3"] == "m.h.3 · GPT2Block"
     assert gpt["m.h.3.attn"] == "m.h.3.attn · GPT2Attention" and gpt["m.h.3.attn.c_attn"] == "m.h.3.attn.c_attn · Conv1D"
-    bert = {p: g.label for p, g in compute_layout(graph("bert.pt2"), fold_weights=True).groups.items()}
+    bert = {p: g.label for p, g in compute_layout(graph("bert.pt2"), fold_weights=False).groups.items()}
     assert bert["m.encoder.layer.1"] == "m.encoder.layer.1 · BertLayer"
     assert bert["m.encoder.layer.1.attention.self.query"].endswith("· Linear")
+
+
+def test_a_module_holding_one_card_gets_no_frame_and_the_card_a_line_naming_it():
+    # With its weights folded, a Linear is one `linear` card: a frame around it only repeats it
+    # (issue #26). Its card says the module instead, one line taller; a parent left with one card
+    # loses its frame in turn, and a module of two cards keeps it.
+    g = graph("bert.pt2")
+    layout = compute_layout(g, fold_weights=True)
+    query = "m.encoder.layer.1.attention.self.query"
+    assert query not in layout.groups and "m.encoder.layer.1.attention.self" in layout.groups
+    card = next(n.name for n in g.nodes if n.meta.get("fxs_module_path") == query and n.name in layout.nodes)
+    box, frame = layout.nodes[card], layout.groups["m.encoder.layer.1.attention.self"]
+    assert inside(box, frame)
+    plain = compute_layout(g, fold_weights=False)   # the weights as cards of their own: two or more
+    assert query in plain.groups and plain.nodes[card].h < box.h
+    assert frame_problems(layout, g) == []
+    cnn = compute_layout(graph("cnn.pt2"), fold_weights=True)
+    assert not {"conv", "bn", "layer1.0.conv1", "layer1.0.bn2"} & set(cnn.groups)
+    assert {"layer1", "layer1.0", "layer2.0"} <= set(cnn.groups)
 
 
 def test_weights_of_an_exported_graph_get_the_class_from_the_module_stack():
@@ -75,7 +94,7 @@ def test_weights_of_an_exported_graph_get_the_class_from_the_module_stack():
 def test_a_module_called_twice_around_a_sibling_gets_no_frame_rather_than_an_overlapping_one():
     # Block.relu runs after bn1 and again after bn2: a frame around both calls would cover conv2
     # and bn2. It is left out; its cards count for the block's frame.
-    layout = compute_layout(graph("cnn.pt2"), fold_weights=True)
+    layout = compute_layout(graph("cnn.pt2"), fold_weights=False)
     assert "layer1.0.relu" not in layout.groups and "layer1.0.conv2" in layout.groups
     assert frame_problems(layout, graph("cnn.pt2")) == []
 
@@ -84,9 +103,10 @@ def test_frame_problems_reports_an_overlap():
     from dataclasses import replace
 
     g = graph("cnn.pt2")
-    layout = compute_layout(g, fold_weights=True)
+    layout = compute_layout(g, fold_weights=False)   # conv and bn: a frame each (the op and its weights)
     conv, bn = layout.groups["conv"], layout.groups["bn"]
     layout.groups["bn"] = replace(bn, y=conv.y + 4)
     problems = frame_problems(layout, g)
-    assert "frames 'bn' and 'conv' overlap" in problems and "card 'conv2d' (conv) is drawn inside frame 'bn'" in problems
+    assert {"frames 'bn' and 'conv' overlap", "frames 'conv' and 'bn' overlap"} & set(problems)
+    assert "card 'conv2d' (conv) is drawn inside frame 'bn'" in problems
     assert any("'batch_norm'" in p and "not inside its frame 'bn'" in p for p in problems)

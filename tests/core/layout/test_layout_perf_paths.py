@@ -76,8 +76,9 @@ def test_frame_gaps_with_kept_structure_match_a_fresh_computation():
     nlayers = int(layer.max()) + 1
     gaps = frame_gaps(frames, layer, nlayers, 40.0)
     assert gaps.shape == (nlayers,) and (gaps >= 40.0).all() and (gaps > 40.0).any()
-    # The closing/opening rule by hand: gap below layer l = 16 + 12 × depths closing at l
-    # + 34 × depths opening at l + 1, at least the base.
+    # The closing/opening rule by hand: gap below layer l = 16 + 12 for the frames closing at l and
+    # 5 for each nested one around them, + 34 for the frames opening at l + 1 and 27 for each
+    # nested one around them (5 apart, their 22 of label room), at least the base.
     lo, hi = {}, {}
     for p, members in frames.items():
         parts = p.split(".")
@@ -87,7 +88,9 @@ def test_frame_gaps_with_kept_structure_match_a_fresh_computation():
     for lyr in range(nlayers - 1):
         closing = {q.count(".") for q in hi if hi[q] == lyr}
         opening = {q.count(".") for q in lo if lo[q] == lyr + 1}
-        assert gaps[lyr] == max(40.0, 16 + 12.0 * len(closing) + 34.0 * len(opening))
+        close = 12.0 + 5.0 * (len(closing) - 1) if closing else 0.0
+        open_ = 34.0 + 27.0 * (len(opening) - 1) if opening else 0.0
+        assert gaps[lyr] == max(40.0, 16 + close + open_)
 
 
 def test_incremental_graph_diff_follows_edits_undo_and_redo():

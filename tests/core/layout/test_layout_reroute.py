@@ -148,7 +148,7 @@ def test_rewires_on_the_examples_route_around_cards():
                 rerouted += 1
             assert_routes_avoid_cards(layout)
             done += 1
-            if done == 4:
+            if done == 5:   # (cards are as wide as their shape with its dtype: fewer rewires keep every width)
                 break
         _check_against_fresh(doc, layout)
         total += rerouted
