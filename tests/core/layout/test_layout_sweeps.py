@@ -190,6 +190,9 @@ def test_flattening_matches_node_inputs_on_every_example(tracer):
         for i, node in enumerate(nodes):
             shape = node.meta.get("fxs_shape")
             shape_len = len("×".join(str(x) for x in shape)) if type(shape) is tuple else 0
+            dtype = node.meta.get("fxs_dtype")
+            if shape_len and type(dtype) is str:  # the card reads "2×3 float32"
+                shape_len += 1 + len(dtype)
             assert ga.label_len[i] == max(len(node.name), len(ga.targets[i]), shape_len)
         done += 1
     assert done >= 9
