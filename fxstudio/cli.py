@@ -190,12 +190,7 @@ def _cancelled(process: bool) -> int:
     _fail("cancelled", EXIT_CANCELLED)
     if not process:
         return EXIT_CANCELLED
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(EXIT_CANCELLED)
+    _exit_now(EXIT_CANCELLED)
 
 
 def _fail(message: str, code: int) -> int:

@@ -126,6 +126,19 @@ class Cell:
         return self._table.nodes.data(self.index(), role)
 
 
+def style_table(table: QAbstractItemView, columns: QHeaderView.ResizeMode) -> None:
+    """The Run pane's look for a read-only table: no row numbers, one row selected at a time,
+    alternating rows one text line high, the last column stretched, the others sized by ``columns``."""
+    table.verticalHeader().setVisible(False)
+    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
+    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    table.horizontalHeader().setSectionResizeMode(columns)
+    table.horizontalHeader().setStretchLastSection(True)
+    table.setAlternatingRowColors(True)
+
+
 class NodesTable(QTableView):
     """The per-node table (see the module docstring); ``itemClicked(Cell)`` on a click."""
 
@@ -135,15 +148,8 @@ class NodesTable(QTableView):
         super().__init__(parent)
         self.nodes = NodesModel(self)
         self.setModel(self.nodes)
-        self.verticalHeader().setVisible(False)
+        style_table(self, QHeaderView.ResizeMode.Interactive)
         self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
-        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.horizontalHeader().setStretchLastSection(True)
-        self.setAlternatingRowColors(True)
         self.setWordWrap(False)
         self._candidates: list[list[str]] | None = None  # per column, its longest texts
         self.clicked.connect(lambda index: self.itemClicked.emit(Cell(self, index.row(), index.column())))

@@ -35,7 +35,7 @@ from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.graph_diff import GraphDiffView
 from fxstudio.qt.run_controls import EditedSnapshot, ThreadsBox, thread_note
 from fxstudio.qt.run_inputs_editor import InputsEditor
-from fxstudio.qt.run_nodes_table import STATUS_TEXT, NodesTable, number_text as _num
+from fxstudio.qt.run_nodes_table import STATUS_TEXT, NodesTable, number_text as _num, style_table
 from fxstudio.qt.run_plots import RunPlots
 from fxstudio.qt.selection import SelectionModel
 from fxstudio.qt import stall_watch, workers
@@ -105,14 +105,7 @@ _CELL_MARGIN = 12
 def _table(headers: list[str]) -> QTableWidget:
     table = QTableWidget(0, len(headers))
     table.setHorizontalHeaderLabels(headers)
-    table.verticalHeader().setVisible(False)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    table.horizontalHeader().setStretchLastSection(True)
-    table.setAlternatingRowColors(True)
-    table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
+    style_table(table, QHeaderView.ResizeMode.ResizeToContents)
     return table
 
 

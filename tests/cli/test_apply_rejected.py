@@ -6,13 +6,12 @@ where the shapes were and a lint line that does not say "ok"; exit 1, or 0 with 
 from __future__ import annotations
 
 import json
-import operator
 import subprocess
 import sys
 
-import torch
 
 from fxstudio.resources import example_path
+from tests.torch_messages import mul_hello_message
 
 HELLO = [{"op": "set_arg", "node": "mul", "key": 1, "value": "'hello'"}]
 
@@ -24,12 +23,6 @@ def _apply(tmp_path, *extra):
                           capture_output=True, text=True, timeout=240, cwd=tmp_path)
 
 
-def _torch_message() -> str:
-    try:
-        operator.mul(torch.ones(2, 3), "hello")
-    except TypeError as exc:
-        return f"TypeError: {exc}"
-    raise AssertionError("torch accepted tensor * 'hello'")
 
 
 def test_apply_reports_the_rejected_node_and_exits_1(tmp_path):
@@ -37,7 +30,7 @@ def test_apply_reports_the_rejected_node_and_exits_1(tmp_path):
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert lines[0].startswith(f"fxstudio: torch rejects %mul: {_torch_message()}"), lines[0]
+    assert lines[0].startswith(f"fxstudio: torch rejects %mul: {mul_hello_message()}"), lines[0]
     assert "--keep-invalid" in lines[0]
     out = proc.stdout.splitlines()
     assert out[0].startswith("applied 1 edit(s)")
@@ -49,13 +42,13 @@ def test_apply_reports_the_rejected_node_and_exits_1(tmp_path):
 def test_keep_invalid_exits_0_still_saying_it_and_writes_the_file(tmp_path):
     proc = _apply(tmp_path, "--keep-invalid", "-o", "out.py")
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
-    assert proc.stderr.splitlines() == [f"fxstudio: kept (--keep-invalid): torch rejects %mul: {_torch_message()}"]
+    assert proc.stderr.splitlines() == [f"fxstudio: kept (--keep-invalid): torch rejects %mul: {mul_hello_message()}"]
     assert (tmp_path / "out.py").is_file() and "wrote " in proc.stdout
     assert "verification run was skipped: torch rejects %mul" in proc.stdout
 
     record = json.loads(_apply(tmp_path, "--keep-invalid", "--json").stdout)
     assert record["checks"]["status"] == "rejected"
-    assert record["checks"]["rejected"] == [{"node": "mul", "message": f"torch rejects this node: {_torch_message()}"}]
+    assert record["checks"]["rejected"] == [{"node": "mul", "message": f"torch rejects this node: {mul_hello_message()}"}]
     mul = next(n for n in record["nodes"] if n["name"] == "mul")
     assert mul["rejected"] and mul["shape_text"] == "rejected by torch"
 

@@ -6,9 +6,7 @@ all. A drag-rewire paints a legal source whose shape does not fit amber before t
 
 from __future__ import annotations
 
-import operator
 
-import torch
 from PySide6.QtCore import QPoint, QPointF, QRectF, QSizeF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtTest import QTest
@@ -18,14 +16,9 @@ from window_support import isolated, make_window, open_and_wait  # noqa: F401 (f
 from fxstudio.qt.canvas import style as st
 from fxstudio.resources import EXAMPLES_DIR
 from tests.qt.canvas_support import focus, open_canvas, settle
+from tests.torch_messages import mul_hello_message
 
 
-def _torch_message() -> str:
-    try:
-        operator.mul(torch.ones(2, 3), "hello")
-    except TypeError as exc:
-        return f"TypeError: {exc}"
-    raise AssertionError("torch accepted tensor * 'hello'")
 
 
 def _body_share(canvas, name: str, colour: str) -> float:
@@ -48,7 +41,7 @@ def _body_share(canvas, name: str, colour: str) -> float:
 def test_a_bad_constant_typed_in_properties_turns_the_card_red_and_is_said_everywhere(qtbot, make_window):
     win = make_window()
     doc = open_and_wait(qtbot, win, EXAMPLES_DIR / "add_mul.py")
-    message = _torch_message()
+    message = mul_hello_message()
     canvas, problems = win.canvas, win.problems
     settle(qtbot, canvas)
     focus(canvas, "mul", zoom=1.2)
