@@ -22,7 +22,7 @@ from fxstudio.core import fx_compat
 from fxstudio.core import signatures
 from fxstudio.core.node_text import (META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, META_SOURCE,
                                      callable_text, dtype_name, shape_text)  # noqa: F401 - shape_text: re-exported
-from fxstudio.core.shape_propagation import propagate_shapes
+from fxstudio.core.shape_propagation import contiguous_metadata, propagate_shapes, tensor_metadata  # noqa: F401 - re-exported
 
 _FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]*)\n(?P<code>[^\n]*)')
 _LIBRARY_PARTS = ("/torch/", "/site-packages/", "/lib/python3", "<eval_with_key>", "<frozen", "fxstudio/core/")
@@ -74,33 +74,12 @@ def _tensor_meta_from_values(gm: torch.fx.GraphModule) -> None:
 def _meta_of(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         try:
-            return contiguous_metadata(value) or fx_compat.extract_tensor_metadata(value)
+            return tensor_metadata(value)
         except Exception:  # noqa: BLE001 - symbolic sizes etc.
             return None
     if isinstance(value, (list, tuple)):
         return type(value)(_meta_of(v) for v in value) if isinstance(value, list) else tuple(_meta_of(v) for v in value)
     return None
-
-
-def contiguous_metadata(value: torch.Tensor) -> TensorMetadata | None:
-    """The ``TensorMetadata`` torch's ``_extract_tensor_metadata`` gives a strided, non-quantized
-    tensor of concrete sizes that is contiguous, else None (then ask torch). The same answer without
-    torch's three symbolic-size-aware contiguity checks, ~70 µs a tensor: seconds on a 10k-node
-    exported graph (issue #15)."""
-    if value.layout != torch.strided or value.is_quantized:
-        return None
-    shape, stride = value.shape, value.stride()
-    if not all(type(s) is int for s in shape) or not all(type(s) is int for s in stride):
-        return None
-    expected = 1
-    if value.numel() >= 2:
-        for size, step in zip(reversed(shape), reversed(stride)):
-            if size == 1:
-                continue
-            if step != expected:
-                return None
-            expected *= size
-    return TensorMetadata(shape, value.dtype, value.requires_grad, stride, torch.contiguous_format, False, {})
 
 
 def _write_shape_keys(node: torch.fx.Node) -> None:

@@ -135,15 +135,17 @@ def _own_ticks() -> int:
     return int(fields[11]) + int(fields[12])  # utime + stime
 
 
-def choose(largest_elements: int | None = None, *, leave_for_gui: bool = False) -> ThreadChoice:
-    """The thread count for work whose largest tensor has ``largest_elements`` (None: unknown)."""
+def choose(largest_elements: int | None = None, *, leave_for_gui: bool = False,
+           busy: float | None = None) -> ThreadChoice:
+    """The thread count for work whose largest tensor has ``largest_elements`` (None: unknown);
+    ``busy``: the busy cores if known, else sampled (``busy_cores``)."""
     chosen = user_override()
     if chosen is not None:
         return ThreadChoice(chosen, "as set")
     if largest_elements is not None and largest_elements < SMALL_TENSOR_ELEMENTS:
         return ThreadChoice(1, "small tensors")
     available = cores()
-    free = available - int(round(busy_cores()))
+    free = available - int(round(busy_cores() if busy is None else busy))
     if leave_for_gui and available > 1:
         free -= 1
     count = max(1, min(available, free))
@@ -208,9 +210,16 @@ def subprocess_env(count: int, env: dict[str, str] | None = None) -> dict[str, s
 
 def start_process(*, leave_for_gui: bool = False) -> ThreadChoice:
     """Set the process-wide counts at start-up: one inter-op thread (fxstudio runs no parallel
-    ``torch.jit.fork`` work, and each extra pool thread spins), intra-op by ``choose``."""
+    ``torch.jit.fork`` work, and each extra pool thread spins), intra-op by ``choose`` with the
+    load average for the busy cores."""
     with contextlib.suppress(RuntimeError):  # only allowed before any inter-op work has started
         torch.set_num_interop_threads(1)
-    choice = choose(None, leave_for_gui=leave_for_gui)
+    # the 1-minute load average, not a 50 ms sample: start-up waits for nothing (the work that
+    # follows chooses again, from a sample)
+    try:
+        busy = min(float(cores()), os.getloadavg()[0])
+    except OSError:
+        busy = 0.0
+    choice = choose(None, leave_for_gui=leave_for_gui, busy=busy)
     torch.set_num_threads(choice.count)
     return choice

@@ -29,7 +29,7 @@ from torch.fx.node import map_aggregate, map_arg
 
 from fxstudio.core import budgets, fx_compat, trust
 from fxstudio.core.errors import FxStudioError, LoadError
-from fxstudio.core.metadata import contiguous_metadata
+from fxstudio.core.metadata import tensor_metadata
 
 _SCALARS = (bool, int, float, complex, str, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
 
@@ -187,7 +187,7 @@ def _metadata(value: Any) -> Any:
         nonlocal found
         if isinstance(obj, torch.Tensor):
             found = True
-            return contiguous_metadata(obj) or fx_compat.extract_tensor_metadata(obj)
+            return tensor_metadata(obj)
         return obj
 
     meta = map_aggregate(value, describe)
