@@ -24,7 +24,7 @@ from fxstudio.qt.table_view import TableView
 
 CODE_SHARE = 0.2    # of the window's height: the bottom docks on a first launch
 PROPERTIES_SHARE = 0.24   # of its width: the Properties dock
-RUN_SHARE = 0.32    # the bottom docks once the Run tab is raised (its plots need the height)
+RUN_SHARE = 0.5     # the bottom docks once the Run tab is raised (its tables and plots need the height)
 
 
 @dataclass

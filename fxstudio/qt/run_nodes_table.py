@@ -23,6 +23,8 @@ HEADERS = ["#", "Node", "Status", "Max abs", "Err / tol"]
 STATUS_TEXT = {"equal": "equal", "close": "within tol.", "diverged": "DIVERGED", "no_counterpart": "inserted",
                "error": "ERROR"}
 INSERTED = QColor(120, 80, 200)
+INDEX_DIGITS = "99999"
+"""The widest index the ``#`` column is sized for at least."""
 WIDTH_CANDIDATES = 24
 """Per column, the width is measured on this many of its longest texts (by characters), not all rows."""
 
@@ -195,14 +197,15 @@ class NodesTable(QTableView):
 
     def column_texts(self, column: int) -> list[str]:
         """The texts ``column``'s width depends on: the ``WIDTH_CANDIDATES`` longest node names, the
-        largest index, every status, and the widest a figure can read (``-8.88e-88``)."""
+        largest index (and ``INDEX_DIGITS``), every status, and the widest a figure can read (``-8.88e-88``)."""
         if self._candidates is None:
             rows = self.nodes.rows
             names = sorted({n.name for n in rows}, key=len, reverse=True)[:WIDTH_CANDIDATES]
             statuses = ["unchanged", *STATUS_TEXT.values()] if rows else []
             figures = ["-8.88e-88", "—", "inf"] if rows else []
-            self._candidates = [[str(max((n.index for n in rows), default=0))] if rows else [], names, statuses,
-                                figures, figures]
+            # "#" fits five digits, whatever the largest index: its width does not jump between models.
+            index = [str(max((n.index for n in rows), default=0)), INDEX_DIGITS] if rows else []
+            self._candidates = [index, names, statuses, figures, figures]
         return self._candidates[column]
 
     def _widths(self, margin: int) -> list[int]:

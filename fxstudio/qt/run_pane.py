@@ -35,6 +35,7 @@ from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.graph_diff import GraphDiffView
 from fxstudio.qt.run_controls import EditedSnapshot, ThreadsBox, thread_note
 from fxstudio.qt.run_inputs_editor import InputsEditor
+from fxstudio.qt.run_layout import PlotsArea, fit_tables
 from fxstudio.qt.run_nodes_table import STATUS_TEXT, NodesTable, number_text as _num, style_table
 from fxstudio.qt.run_plots import RunPlots
 from fxstudio.qt.selection import SelectionModel
@@ -84,22 +85,6 @@ def _item(text: str, *, align_right: bool = False, color: QColor | None = None, 
     if data is not None:
         item.setData(Qt.ItemDataRole.UserRole, data)
     return item
-
-
-def _content_width(table: QTableWidget) -> int:
-    """The width ``table`` needs to show every column whole, with its frame and a vertical scroll bar."""
-    header, metrics = table.horizontalHeader(), table.fontMetrics()
-    rows = range(min(table.rowCount(), 2000))  # the view's own hint measures only the rows in sight
-    columns = 0
-    for c in range(table.columnCount()):
-        texts = [table.item(r, c).text() for r in rows if table.item(r, c) is not None]
-        cells = max((metrics.horizontalAdvance(t) for t in texts), default=0) + 2 * _CELL_MARGIN
-        columns += max(cells, table.sizeHintForColumn(c), header.sectionSizeHint(c))
-    return columns + 2 * table.frameWidth() + table.verticalScrollBar().sizeHint().width() + 8
-
-
-_CELL_MARGIN = 12
-"""Padding each side of a cell's text, as the style draws it (a little over Fusion's)."""
 
 
 def _table(headers: list[str]) -> QTableWidget:
@@ -172,6 +157,13 @@ class RunPane(QWidget):
         super().showEvent(event)
         self._warm_kernel()
 
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 - Qt override
+        """The least height at ``width``: the dock's scroll area asks this (the wrapped status line
+        makes the layout height-for-width) and would otherwise get the preferred height, scrolling
+        a pane that fits."""
+        status = self.status.heightForWidth(max(width - 12, 1)) - self.status.minimumSizeHint().height()
+        return self.minimumSizeHint().height() + max(0, status)
+
     def _warm_kernel(self) -> None:
         if not _warming and self.isVisible() and _kernel_worth_loading(self.doc):
             _warm_comparison_kernel_soon()
@@ -191,23 +183,28 @@ class RunPane(QWidget):
             edit.setMaximumWidth(70)
             edit.setToolTip(tip)
         self.run_button = QPushButton("Run")
+        self.run_button.setMinimumWidth(56)  # under the style's 80: the row fits a 960-pixel dock
         self.run_button.setDefault(True)
         self.run_button.setToolTip("Run the original and the edited graph and compare them node by node")
         self.run_button.clicked.connect(self.run)
         self.cancel_button = QPushButton("Cancel")
+        self.cancel_button.setMinimumWidth(64)
         self.cancel_button.setEnabled(False)
         self.cancel_button.clicked.connect(self.cancel)
         self.inputs_editor = InputsEditor()
+        # Its hint fits "seed 2147483647"; a seed that long scrolls, and the row fits a 960-pixel dock.
+        self.inputs_editor.seed.setMinimumWidth(90)
         self.threads = ThreadsBox()
 
         row = QHBoxLayout()
+        row.setSpacing(8)
         for label, widget in (("Device", self.device), ("dtype", self.dtype), ("rtol", self.rtol), ("atol", self.atol),
-                              ("Threads", self.threads)):
-            row.addWidget(QLabel(label))
-            row.addWidget(widget)
-        row.addSpacing(8)
-        row.addWidget(QLabel("Inputs"))
-        row.addWidget(self.inputs_editor, 1)
+                              ("Threads", self.threads), ("Inputs", self.inputs_editor)):
+            pair = QHBoxLayout()  # a label close to its box, the pairs further apart
+            pair.setSpacing(3)
+            pair.addWidget(QLabel(label))
+            pair.addWidget(widget, 1 if widget is self.inputs_editor else 0)
+            row.addLayout(pair, 1 if widget is self.inputs_editor else 0)
         row.addWidget(self.run_button)
         row.addWidget(self.cancel_button)
 
@@ -231,6 +228,7 @@ class RunPane(QWidget):
         self.tabs.addTab(self.diff_view, "Changes")
         self.plots = RunPlots()
         self.plots.node_clicked.connect(self._activate)
+        self.plots_area = PlotsArea(self.plots)
 
         left = QSplitter(Qt.Orientation.Vertical)
         left.addWidget(self.metrics)
@@ -239,7 +237,7 @@ class RunPane(QWidget):
         left.setStretchFactor(1, 3)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(left)
-        splitter.addWidget(self.plots)
+        splitter.addWidget(self.plots_area)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 4)
         splitter.setSizes([460, 940])
@@ -457,15 +455,9 @@ class RunPane(QWidget):
                 done()
 
     def _fit_tables(self) -> None:
-        """Widen the tables' side of the splitter so that every column shows whole (allclose is the
-        last one), up to half the pane: the plots keep the rest."""
-        needed = max(_content_width(self.metrics), self.nodes_table.content_width(_CELL_MARGIN))
-        sizes = self.splitter.sizes()
-        total = sum(sizes)
-        if total <= 0 or sizes[0] >= needed:
-            return
-        left = min(needed, total // 2)
-        self.splitter.setSizes([left, total - left])
+        """Every column of both tables whole (allclose is the last one) and the Output table as high
+        as its rows (``run_layout.fit_tables``)."""
+        fit_tables(self.splitter, self.metrics, self.nodes_table, self.tabs)
 
     def _scroll_nodes_to(self, row: int) -> None:
         item = self.nodes_table.item(row, 0)

@@ -9,12 +9,13 @@ import math
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics
+from PySide6.QtGui import QColor, QFont
 
 from fxstudio.core.compare import CompareReport
+from fxstudio.qt.run_axes import FLOOR, MIN_TICKS, ErrorAxis, NodeAxis, ScoreAxis, SpacedAxis, tick_metrics
 
-FLOOR = 1e-6
-"""Where exactly-equal nodes sit on the log-scaled error axis (they have no error to plot)."""
+__all__ = ["COLORS", "DEFAULT_TITLES", "FLOOR", "MIN_TICKS", "PAGES", "RunPlots"]
+
 CEILING_FACTOR = 100.0
 """Infinite errors (another shape, NaN) are drawn this far above the largest finite one."""
 
@@ -46,112 +47,6 @@ def _style(plot: pg.PlotItem, title: str, left: str, bottom: str) -> None:
     plot.hideButtons()
 
 
-MIN_TICKS = 3
-"""The histogram's error axis gets at least this many labelled ticks, however narrow the range."""
-
-
-def _decade_ticks(lo: float, hi: float) -> list[tuple[float, str]]:
-    """Ticks at 1, 2 and 5 times each power of ten between 10^lo and 10^hi (log10 positions);
-    just the powers of ten when the range spans many decades; every 1..9 times, then evenly spaced
-    round values, when that gives fewer than ``MIN_TICKS`` (errors within one decade)."""
-    for steps in ((1,) if hi - lo > 4 else (1, 2, 5), range(1, 10)):
-        ticks = []
-        for decade in range(math.floor(lo), math.ceil(hi) + 1):
-            for m in steps:
-                pos = decade + math.log10(m)
-                if lo - 0.01 <= pos <= hi + 0.01:
-                    ticks.append((pos, f"{m}e{decade}"))
-        if len(ticks) >= MIN_TICKS:
-            return ticks
-    return _linear_ticks(10.0 ** lo, 10.0 ** hi)
-
-
-def _linear_ticks(a: float, b: float) -> list[tuple[float, str]]:
-    """About five round values between ``a`` and ``b`` (> 0), at their log10 positions."""
-    raw = (b - a) / 4
-    magnitude = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    first = math.ceil(a / step) * step
-    values = [first + i * step for i in range(int((b - first) / step + 1e-9) + 1)]
-    return [(math.log10(v), f"{v:.3g}") for v in values if v > 0]
-
-
-def _short_name(name: str, limit: int = 14) -> str:
-    """A node name short enough to sit under its point; long names keep both ends."""
-    return name if len(name) <= limit else name[: limit // 2 - 1] + "…" + name[-(limit // 2):]
-
-
-class ErrorAxis(pg.AxisItem):
-    """The histogram's x axis, log10 of the error: 1-2-5 ticks per decade (``_decade_ticks``) over the
-    visible range, thinned to what fits the axis's width, never fewer than ``MIN_TICKS``."""
-
-    PIXELS_PER_LABEL = 44
-
-    def __init__(self):
-        super().__init__("bottom")
-        self.log_scale = False
-        self._labels: dict[float, str] = {}
-
-    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 - pyqtgraph override
-        """Round error values inside ``[minVal, maxVal]`` at their log10 positions."""
-        if not self.log_scale or maxVal <= minVal:
-            return super().tickValues(minVal, maxVal, size)
-        # pyqtgraph drops a label that would stick out of the axis: keep ticks half a label inside.
-        margin = (self.PIXELS_PER_LABEL / 2) / max(size, 1.0) * (maxVal - minVal)
-        ticks = _decade_ticks(minVal + margin, maxVal - margin)
-        room = max(MIN_TICKS, int(size // self.PIXELS_PER_LABEL))
-        ticks = ticks[:: max(1, (len(ticks) - 1) // (room - 1))] if len(ticks) > room else ticks
-        self._labels = {round(pos, 9): text for pos, text in ticks}
-        return [(1.0, [pos for pos, _ in ticks])]
-
-    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
-        """``5e-3`` style labels of the ticks ``tickValues`` chose."""
-        if not self.log_scale:
-            return super().tickStrings(values, scale, spacing)
-        return [self._labels.get(round(v, 9), f"{10.0 ** v:.2g}") for v in values]
-
-
-class NodeAxis(pg.AxisItem):
-    """The per-node plot's x axis: node names at their graph positions, as many as fit side by side."""
-
-    def __init__(self):
-        super().__init__("bottom")
-        self.names: dict[int, str] = {}
-        self._widest: int | None = None
-
-    def set_names(self, names: dict[int, str]) -> None:
-        """``{graph index: node name}`` to label (empty: plain numbers)."""
-        self.names = {i: _short_name(n) for i, n in names.items()}
-        self._widest: int | None = None  # measured on first use, once per set of names
-        self.picture = None
-        self.update()
-
-    def tickValues(self, minVal, maxVal, size):  # noqa: N802, N803 - pyqtgraph override
-        """Every ``step``-th index, ``step`` chosen so that the widest name fits between two ticks."""
-        if not self.names:
-            return super().tickValues(minVal, maxVal, size)
-        if size <= 0 or maxVal <= minVal:
-            return []
-        if self._widest is None:
-            font = self.style["tickFont"] or self.font()
-            metrics = QFontMetrics(font)
-            # the widest of the longest names (by characters): all 10k would be measured on every paint
-            longest = sorted(set(self.names.values()), key=len, reverse=True)[:32]
-            self._widest = max(metrics.horizontalAdvance(n) for n in longest) + 10
-        widest = self._widest
-        per_index = size / (maxVal - minVal)
-        step = next(m for m in (1, 2, 3, 4, 5, 10, 15, 20, 25, 50, 100, 200, 500, 1000, 10**4, 10**5, 10**6)
-                    if m * per_index >= widest or m >= 10**6)
-        start = max(0, math.ceil(minVal / step) * step)
-        return [(float(step), [float(i) for i in range(start, math.floor(maxVal) + 1, step) if i in self.names])]
-
-    def tickStrings(self, values, scale, spacing):  # noqa: N802 - pyqtgraph override
-        """The node name at each tick."""
-        if not self.names:
-            return super().tickStrings(values, scale, spacing)
-        return [self.names.get(int(round(v)), "") for v in values]
-
-
 def _tip(row) -> str:
     """A plotted node's tooltip: name, status and errors."""
     if row is None:
@@ -168,7 +63,16 @@ DEFAULT_TITLES = {
     "hist": ("Output absolute errors", "Output |error|"),
     "scatter": ("Original vs edited output values", "Original vs edited"),
 }
-"""(full, short) title of each plot before a run; the short one in a short, wide dock."""
+"""(full, short) title of each plot before a run; the short one in a short dock."""
+SHAPE_NOTE = ("  <span style='color:#d66028'>▲</span> other shape or NaN", "  ▲ shape/NaN")
+"""Added to the per-node title when a point sits on the ceiling (it says so outside the points)."""
+
+GRID_MIN_HEIGHT = 330
+"""From this height the plots stack: the per-node plot above the other two."""
+ROW_MIN_WIDTH = 640
+"""Below this width (and ``GRID_MIN_HEIGHT``) three plots side by side are too narrow to read: the
+plots take turns (``PAGES``), the per-node one or the other two."""
+PAGES = ("node", "outputs")
 
 AXIS_LABELS = {
     ("node_plot", "left"): ("error / tolerance", "err / tol"),
@@ -185,17 +89,21 @@ class RunPlots(pg.GraphicsLayoutWidget):
     """Three plots of a ``CompareReport``; ``node_clicked(int)`` carries the stable id of a clicked point."""
 
     node_clicked = Signal(int)
+    arrangement_changed = Signal(str)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setBackground("w")
         self.ci.layout.setSpacing(6)
         self.node_axis = NodeAxis()
-        self.node_plot = pg.PlotItem(axisItems={"bottom": self.node_axis})
+        self.score_axis = ScoreAxis()
+        self.node_plot = pg.PlotItem(axisItems={"bottom": self.node_axis, "left": self.score_axis})
         self.error_axis = ErrorAxis()
         self.hist_plot = pg.PlotItem(axisItems={"bottom": self.error_axis})
-        self.scatter_plot = pg.PlotItem()
+        self.scatter_plot = pg.PlotItem(axisItems={"bottom": SpacedAxis()})
         self.arrangement: str | None = None
+        self.page = PAGES[0]  # which plots show while they take turns
+        self._ceiling_note = False
         self._titles = dict(DEFAULT_TITLES)
         self._arrange("grid")
         _style(self.node_plot, "Per-node error along the graph (click a point to select its node)",
@@ -207,18 +115,39 @@ class RunPlots(pg.GraphicsLayoutWidget):
         self._points: pg.ScatterPlotItem | None = None
         self._selected_marker = pg.ScatterPlotItem(size=16, pen=pg.mkPen(COLORS["selected"], width=2),
                                                    brush=pg.mkBrush(None), symbol="o")
+        # The ring lies over the selected node's point and takes its clicks (pyqtgraph gives a click
+        # to the first item with a point there): a click on it is a click on that node, which shows
+        # its card again (issue #26 item 10).
+        self._marked: int | None = None
+        self._selected_marker.sigClicked.connect(self._marker_clicked)
         self._xy_by_id: dict[int, tuple[float, float]] = {}
         self._first_label: pg.TextItem | None = None
         self.report: CompareReport | None = None
         self.scatter_output: str | None = None
         view = self.node_plot.getViewBox()
-        view.sigResized.connect(self._place_first_label)
+        view.sigResized.connect(self._fit_headroom)
         view.sigXRangeChanged.connect(self._place_first_label)
         self.clear_plots()
 
+    @property
+    def paged(self) -> bool:
+        """True while the plots take turns (a short, narrow dock): ``page`` says which show."""
+        return self.arrangement in PAGES
+
+    def set_page(self, page: str) -> None:
+        """Show the per-node plot (``"node"``) or the histogram and scatter (``"outputs"``) while paged."""
+        self.page = page
+        if self.paged:
+            self._arrange(page)
+            # No resize follows to lay the new page out (as one does for "row" and "grid"): the
+            # layout's own pass would shrink the plots to their preferred size; fill the view again.
+            self.ci.layout.activate()
+            self.ci.setGeometry(self.range)
+
     def _arrange(self, arrangement: str) -> None:
         """``"grid"``: the per-node plot above the other two; ``"row"``: all three side by side
-        (a short, wide dock such as the window's bottom area)."""
+        (a short, wide dock such as the window's bottom area); ``"node"`` / ``"outputs"``: the
+        per-node plot alone, or the other two side by side (a short, narrow dock)."""
         if arrangement == self.arrangement:
             return
         for plot in (self.node_plot, self.hist_plot, self.scatter_plot):
@@ -236,7 +165,7 @@ class RunPlots(pg.GraphicsLayoutWidget):
             layout.setRowStretchFactor(1, 2)
             layout.setColumnStretchFactor(0, 1)
             layout.setColumnStretchFactor(1, 1)
-        else:
+        elif arrangement == "row":
             self.ci.addItem(self.node_plot, row=0, col=0)
             self.ci.addItem(self.hist_plot, row=0, col=1)
             self.ci.addItem(self.scatter_plot, row=0, col=2)
@@ -244,13 +173,27 @@ class RunPlots(pg.GraphicsLayoutWidget):
             layout.setColumnStretchFactor(0, 2)
             layout.setColumnStretchFactor(1, 1)
             layout.setColumnStretchFactor(2, 1)
+        elif arrangement == "node":
+            self.ci.addItem(self.node_plot, row=0, col=0)
+            layout.setRowStretchFactor(0, 1)
+            layout.setColumnStretchFactor(0, 1)
+        else:
+            self.ci.addItem(self.hist_plot, row=0, col=0)
+            self.ci.addItem(self.scatter_plot, row=0, col=1)
+            layout.setRowStretchFactor(0, 1)
+            layout.setColumnStretchFactor(0, 1)
+            layout.setColumnStretchFactor(1, 1)
+        for plot in (self.node_plot, self.hist_plot, self.scatter_plot):
+            plot.setVisible(plot.scene() is not None)  # one taken out of the layout is not drawn
         self.arrangement = arrangement
         self._apply_titles()
+        self.arrangement_changed.emit(arrangement)
 
     def _apply_titles(self) -> None:
-        short = self.arrangement == "row"
+        short = self.arrangement != "grid"
         for name, plot in (("node", self.node_plot), ("hist", self.hist_plot), ("scatter", self.scatter_plot)):
-            _title(plot, self._titles[name][1 if short else 0])
+            note = SHAPE_NOTE[1 if short else 0] if name == "node" and self._ceiling_note else ""
+            _title(plot, self._titles[name][1 if short else 0] + note)
         # Short docks shorten the axis titles rather than drop them: a scatter without "original" and
         # "edited" on its axes cannot be read. The node axis needs none there: it shows node names.
         for (plot, side), (full, brief) in AXIS_LABELS.items():
@@ -259,10 +202,15 @@ class RunPlots(pg.GraphicsLayoutWidget):
             axis.showLabel(bool(brief) or not short)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 - Qt override
-        """Lay the plots out in a row when the widget is short and wide, else in a grid."""
+        """A grid when the widget is tall enough; else a row when it is wide enough; else pages."""
         if getattr(self, "arrangement", None) is not None:  # pyqtgraph calls this during __init__ too
             w, h = self.width(), self.height()
-            self._arrange("row" if h < 330 and w > 2.2 * h else "grid")
+            if h >= GRID_MIN_HEIGHT or (w <= 2.2 * h and w >= ROW_MIN_WIDTH):
+                self._arrange("grid")
+            elif w >= ROW_MIN_WIDTH:
+                self._arrange("row")
+            else:
+                self._arrange(self.page)
         super().resizeEvent(event)
 
     # -- drawing ------------------------------------------------------------------------------
@@ -273,6 +221,8 @@ class RunPlots(pg.GraphicsLayoutWidget):
             plot.clear()
         self._points = None
         self._first_label = None
+        self._y_span = None
+        self._ceiling_note = False
         self._xy_by_id = {}
         self.report = None
         self.scatter_output = None
@@ -325,17 +275,8 @@ class RunPlots(pg.GraphicsLayoutWidget):
             ids.append(n.node_id)
             self._xy_by_id[n.node_id] = (n.index, y)
         tol = pg.InfiniteLine(pos=0.0, angle=0, pen=pg.mkPen(COLORS["tolerance"], style=Qt.PenStyle.DashLine))
-        plot.addItem(tol)  # log mode: y = 0 is 10^0 = 1, the tolerance
-        label = pg.TextItem("tolerance", color=COLORS["tolerance"], anchor=(0, 1))
-        plot.addItem(label)
-        label.setPos(0, 0)
-        equal_label = pg.TextItem("exactly equal", color=COLORS["equal"], anchor=(0, 1.1))
-        plot.addItem(equal_label)
-        equal_label.setPos(0, math.log10(FLOOR))
-        if any(not math.isfinite(n.score if n.score is not None else math.inf) for n in rows):
-            ceiling = pg.TextItem("▲ other shape / NaN", color=COLORS["diverged"], anchor=(0, -0.1))
-            plot.addItem(ceiling)
-            ceiling.setPos(0, math.log10(top))
+        plot.addItem(tol)  # log mode: y = 0 is 10^0 = 1, the tolerance (named on the axis: ScoreAxis)
+        self._ceiling_note = any(not math.isfinite(n.score if n.score is not None else math.inf) for n in rows)
         inserted = [n.index for n in report.nodes if n.status == "no_counterpart"]
         for x in inserted:
             plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(QColor(120, 80, 200, 90), width=1)))
@@ -350,18 +291,15 @@ class RunPlots(pg.GraphicsLayoutWidget):
             plot.addItem(self._points)
         if report.first_divergence is not None:
             fd = report.first_divergence
-            x, y = fd.index, self._xy_by_id.get(fd.node_id, (fd.index, 1.0))[1] if fd.node_id is not None else 1.0
+            x = fd.index
             plot.addItem(pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(COLORS["first"], width=1.5)))
-            # Above its point, or below it when the point sits at the top of the plot.
-            # and to the left of the line in the right part of the plot, so it is not cut off.
-            # In the headroom above the highest point, beside the line on whichever side it fits
-            # (``_place_first_label`` decides again whenever the plot is resized or scrolled).
+            # In a band above the highest point kept free for it (``_fit_headroom``, in pixels), beside
+            # the line on whichever side it fits (``_place_first_label``, again on every resize or scroll).
             text = pg.TextItem(f"first divergence: {fd.name}", color=COLORS["first"], anchor=(0, 0),
-                               fill=pg.mkBrush(255, 255, 255, 210))
+                               fill=pg.mkBrush(255, 255, 255, 230), border=pg.mkPen(COLORS["first"]))
             text.setFont(QFont(text.textItem.font().family(), 9, QFont.Weight.Bold))
             text.setZValue(20)
             plot.addItem(text)
-            text.setPos(x, math.log10(top) + 0.3 + self._headroom(top))
             self._first_label, self._first_x = text, x
         if report.error is not None and report.error.graph == "edited":
             err = next((n for n in report.nodes if n.status == "error"), None)
@@ -372,16 +310,30 @@ class RunPlots(pg.GraphicsLayoutWidget):
                 plot.addItem(t)
                 t.setPos(err.index, math.log10(FLOOR) + 1)
         plot.addItem(self._selected_marker)
-        plot.setYRange(math.log10(FLOOR) - 0.3, math.log10(top) + 0.3 + self._headroom(top), padding=0)
+        self._y_span = (math.log10(FLOOR), math.log10(top))
         plot.setXRange(-1, max([n.index for n in report.nodes] + [1]) + 1, padding=0.02)
         self.node_axis.set_names({n.index: n.name for n in report.nodes})
-        self._place_first_label()
+        self._fit_headroom()
 
-    def _headroom(self, top: float) -> float:
-        """Room above the points for the first-divergence label: a sixth of the error axis."""
-        if self.report is None or self.report.first_divergence is None:
-            return 0.0
-        return (math.log10(top) - math.log10(FLOOR) + 0.6) / 6
+    def _fit_headroom(self, *_args) -> None:
+        """Set the error axis so that the first-divergence label has a band of its own above the
+        highest point (its height in pixels, whatever the plot's height) and the lowest points and
+        the axis's ``equal`` label clear the bottom, then place the label."""
+        span = getattr(self, "_y_span", None)
+        view = self.node_plot.getViewBox()
+        if span is None or self.report is None or view.height() <= 0:
+            return
+        lo, hi = span
+        text = self._first_label
+        # The label (and half the largest point), or just that half; half a text line at the bottom.
+        band = (text.textItem.boundingRect().height() if text is not None else 0) + 8
+        bottom = tick_metrics(self.score_axis).height() / 2 + 4
+        per_px = (hi - lo) / max(view.height() - band - bottom, view.height() / 3)
+        top = hi + band * per_px
+        view.setYRange(lo - bottom * per_px, top, padding=0)
+        if text is not None:
+            text.setPos(text.pos().x(), top)
+        self._place_first_label()
 
     def _place_first_label(self, *_args) -> None:
         """Right of the first-divergence line when the label fits there, else left of it."""
@@ -457,9 +409,14 @@ class RunPlots(pg.GraphicsLayoutWidget):
             if node_id is not None:
                 self.node_clicked.emit(int(node_id))
 
+    def _marker_clicked(self, *_args) -> None:
+        if self._marked is not None:
+            self.node_clicked.emit(self._marked)
+
     def mark_selected(self, node_id: int | None) -> None:
         """Ring the point of ``node_id`` (the selection), or none."""
         xy = self._xy_by_id.get(node_id) if node_id is not None else None
+        self._marked = node_id if xy is not None else None
         if xy is None:
             self._selected_marker.setData([], [])
         else:

@@ -34,11 +34,12 @@ def missing_tools() -> list[str]:
 class XServer:
     """Xvfb plus openbox on a display of their own (``-displayfd``: no collisions between workers)."""
 
-    def __init__(self, log_dir: Path):
+    def __init__(self, log_dir: Path, screen: tuple[int, int] = SCREEN):
         log_dir.mkdir(parents=True, exist_ok=True)
+        self.screen = screen
         read, write = os.pipe()
         self.xvfb = subprocess.Popen(
-            ["Xvfb", "-displayfd", str(write), "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24",
+            ["Xvfb", "-displayfd", str(write), "-screen", "0", f"{screen[0]}x{screen[1]}x24",
              "-nolisten", "tcp", "-noreset"],
             pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=open(log_dir / "xvfb.log", "wb"),
         )
