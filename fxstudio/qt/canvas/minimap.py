@@ -4,6 +4,8 @@ The thumbnail is painted once per layout into an image (one rectangle per card, 
 milliseconds even at 100k nodes) and the view rectangle is drawn over it. Clicking or dragging in
 the minimap centres the canvas on that point. It is translucent (the cards under it show through)
 and a small toggle in its top-right corner collapses it to that toggle alone, and expands it back.
+A graph much taller than wide, which one scale would squeeze into a hairline, gets a taller box
+that scrolls with the view and a whole-height strip beside it (``minimap_tall.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from PySide6.QtWidgets import QToolButton, QWidget
 
 from fxstudio.core.layout import Layout
 from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.minimap_paint import graph_bounds, thumbnail
+from fxstudio.qt.canvas.minimap_tall import TallOverview, choose_scale
 
 
 BACKGROUND_ALPHA = 150   # of the minimap's white ground: the canvas under it stays visible
@@ -27,6 +31,7 @@ class Minimap(QWidget):
 
     navigate = Signal(QPointF)
     expanded_changed = Signal(bool)
+    resized = Signal()   # a new layout changed the box's size (a tall graph's box is taller)
 
     def __init__(self, parent: QWidget | None = None, size: tuple[int, int] = (180, 180)):
         super().__init__(parent)
@@ -47,15 +52,49 @@ class Minimap(QWidget):
         self._view_rect = QRectF()
         self._scale = 1.0
         self._offset = QPointF()
+        self._graph_rect = QRectF()
+        self._tall: TallOverview | None = None
+        self._fit_size = size   # the box that holds the whole thumbnail (taller for a tall graph)
+        self._room = 1 << 20   # the height the canvas leaves for the box (``set_room``)
+        self._painted: tuple | None = None   # set_layout's arguments, to paint again for a new room
+        self._drag: str | None = None   # "track" or "thumb" while the left button is down
+
+    def _box_size(self) -> tuple[int, int]:
+        if self._tall is not None:
+            return self._tall.box_size(self._full_size, self._room)
+        return self._fit_size
+
+    def _apply_size(self) -> None:
+        """Size the box for what it shows (the toggle alone when collapsed)."""
+        w, h = self._box_size() if self.expanded else (TOGGLE_SIZE, TOGGLE_SIZE)
+        if (w, h) != (self.width(), self.height()):
+            self.setFixedSize(w, h)
+        if self._tall is not None:   # laid out for the expanded box, even while collapsed
+            self._tall.place(*self._box_size(), TOGGLE_SIZE)
+            self._tall.follow(self._view_rect)
+            self._offset = self._tall.offset()
+            self._image = self._tall.track_image()   # the whole-graph picture: the strip
+        self._sync_toggle()
+
+    def set_room(self, height: int) -> None:
+        """The most height the canvas has for the box (a tall graph's box grows up to it)."""
+        if height == self._room:
+            return
+        before = choose_scale(self._graph_rect, self._scene_rect, self._full_size, self._room)
+        self._room = height
+        if self._painted is not None and choose_scale(self._graph_rect, self._scene_rect, self._full_size,
+                                                      height) != before:
+            self.set_layout(*self._painted)
+        elif self._tall is not None:
+            self._apply_size()
+            self.update()
 
     def set_expanded(self, expanded: bool, notify: bool = False) -> None:
         """Show the thumbnail (True) or only the toggle (False); ``notify`` emits ``expanded_changed``."""
         if expanded == self.expanded:
             return
         self.expanded = expanded
-        w, h = self._full_size if expanded else (TOGGLE_SIZE, TOGGLE_SIZE)
-        self.setFixedSize(w, h)
-        self._sync_toggle()
+        self._apply_size()
         self.update()
         if notify:
             self.expanded_changed.emit(expanded)
@@ -67,54 +106,37 @@ class Minimap(QWidget):
                                else "Show the minimap (View ▸ Minimap)")
 
     def set_layout(self, layout: Layout | None, scene_rect: QRectF, ops: dict[str, str] | None = None,
-                   tints: dict[str, QColor] | None = None) -> None:
+                   tints: dict[str, QColor] | None = None, graph: QRectF | None = None) -> None:
         """Repaint the thumbnail for a new layout (``scene_rect``: the area it shows; ``ops``: each
         node's op kind, for its colour; ``tints``: colours by node name that replace it, the
-        divergence of a run, so where a model diverges shows on the whole-graph view too)."""
+        divergence of a run, so where a model diverges shows on the whole-graph view too;
+        ``graph``: the layout's cards and frames, when the caller knows it)."""
+        self._painted = (layout, scene_rect, ops, tints, graph)
         self._scene_rect = QRectF(scene_rect)
-        width, height = self._full_size
-        w, h = width - 8, height - 8
-        sw, sh = max(scene_rect.width(), 1.0), max(scene_rect.height(), 1.0)
-        self._scale = min(w / sw, h / sh)
-        self._offset = QPointF(4 + (w - sw * self._scale) / 2, 4 + (h - sh * self._scale) / 2)
-        img = QImage(width, height, QImage.Format.Format_ARGB32_Premultiplied)
-        img.fill(Qt.GlobalColor.transparent)
-        if layout is not None:
-            p = QPainter(img)
-            p.translate(self._offset)
-            p.scale(self._scale, self._scale)
-            p.translate(-scene_rect.topLeft())
-            p.setPen(Qt.PenStyle.NoPen)
-            for g in layout.groups.values():
-                p.fillRect(QRectF(g.x, g.y, g.w, g.h), st.frame_fill(g.depth + 1) if not g.collapsed
-                           else st.color(st.GROUP_COLOR))
-            # Cards are a pixel at least, so a long chain still shows as a line.
-            min_w = 1.0 / self._scale
-            by_op: dict[str, list[QRectF]] = {}
-            for name, b in layout.nodes.items():
-                by_op.setdefault((ops or {}).get(name, ""), []).append(QRectF(b.x, b.y, max(b.w, min_w), max(b.h, min_w)))
-            for op, rects in by_op.items():
-                p.setBrush(st.op_color(op) if op else QColor("#6b7f99"))
-                p.drawRects(rects)
-            by_tint: dict[int, tuple[QColor, list[QRectF]]] = {}
-            for name, colour in (tints or {}).items():
-                b = layout.nodes.get(name)
-                if b is not None:
-                    # Tinted cards at least 3 px across: a divergence must be visible at any size.
-                    m = 1.5 / self._scale
-                    cx, cy = b.x + b.w / 2, b.y + b.h / 2
-                    w, h = max(b.w / 2, m), max(b.h / 2, m)
-                    by_tint.setdefault(colour.rgba(), (colour, []))[1].append(QRectF(cx - w, cy - h, 2 * w, 2 * h))
-            for colour, rects in by_tint.values():
-                p.setBrush(colour)
-                p.drawRects(rects)
-            p.end()
-        self._image = img
+        self._graph_rect = QRectF(graph) if graph is not None else graph_bounds(layout)
+        before = self._box_size()
+        self._scale, box = choose_scale(self._graph_rect, scene_rect, self._full_size, self._room)
+        if box is None and layout is not None:
+            self._tall = TallOverview(layout, scene_rect, self._graph_rect, self._scale, ops, tints)
+        else:
+            self._tall = None
+            self._fit_size = box or self._full_size
+            w, h = self._fit_size[0] - 8, self._fit_size[1] - 8
+            sw, sh = scene_rect.width() * self._scale, scene_rect.height() * self._scale
+            self._offset = QPointF(4 + (w - sw) / 2, 4 + (h - sh) / 2)
+            origin = QRectF(self.to_scene(QPointF(0, 0)), scene_rect.size())   # the image's pixel (0, 0)
+            self._image = thumbnail(self._fit_size, layout, ops, tints, origin, self._scale, self._scale)
+        self._apply_size()
+        if self._box_size() != before:
+            self.resized.emit()
         self.update()
 
     def set_view_rect(self, rect: QRectF) -> None:
         """Outline ``rect`` (the scene area the canvas shows)."""
         self._view_rect = QRectF(rect)
+        if self._tall is not None:
+            self._tall.follow(self._view_rect)
+            self._offset = self._tall.offset()
         self.update()
 
     def to_scene(self, pos: QPointF) -> QPointF:
@@ -134,11 +156,13 @@ class Minimap(QWidget):
             p.setPen(QPen(QColor(st.FRAME_BORDER), 1))
             p.drawRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5))
             return
-        if self._image is not None:
+        if self._tall is not None:
+            self._tall.paint(p, self._view_rect, THUMB_OPACITY)
+        elif self._image is not None:
             p.setOpacity(THUMB_OPACITY)
             p.drawImage(0, 0, self._image)
             p.setOpacity(1.0)
-        if not self._view_rect.isEmpty():
+        if not self._view_rect.isEmpty() and self._tall is None:
             r = QRectF(self.from_scene(self._view_rect.topLeft()), self.from_scene(self._view_rect.bottomRight()))
             r = r.intersected(QRectF(self.rect()).adjusted(1, 1, -1, -1))
             p.setPen(QPen(QColor(st.CURRENT_MATCH), 1.5))
@@ -148,14 +172,53 @@ class Minimap(QWidget):
         p.setBrush(Qt.BrushStyle.NoBrush)
         p.drawRect(QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5))
 
+    def _navigate_to(self, pos: QPointF) -> None:
+        if self._drag == "track" and self._tall is not None:   # the strip: that height of the graph, the view's x kept
+            x = self._view_rect.center().x() if not self._view_rect.isEmpty() else self._graph_rect.center().x()
+            self.navigate.emit(QPointF(x, self._tall.scene_y_at_track(pos.y())))
+        else:
+            self.navigate.emit(self.to_scene(pos))
+
     def mousePressEvent(self, event) -> None:  # noqa: N802 (Qt override)
-        """Centre the canvas on the clicked point."""
+        """Centre the canvas on the clicked point (of the whole-height strip: on that height)."""
         if event.button() == Qt.MouseButton.LeftButton and self.expanded:
-            self.navigate.emit(self.to_scene(event.position()))
+            tall = self._tall
+            self._drag = "track" if tall is not None and tall.track.adjusted(-3, 0, 3, 0).contains(event.position()) \
+                else "thumb"
+            if tall is not None and self._drag == "thumb":
+                tall.frozen = True
+            self._navigate_to(event.position())
             event.accept()
 
     def mouseMoveEvent(self, event) -> None:  # noqa: N802 (Qt override)
         """Dragging keeps centring the canvas under the cursor."""
-        if event.buttons() & Qt.MouseButton.LeftButton and self.expanded:
-            self.navigate.emit(self.to_scene(event.position()))
+        if event.buttons() & Qt.MouseButton.LeftButton and self.expanded and self._drag is not None:
+            self._navigate_to(event.position())
             event.accept()
+
+    def mouseReleaseEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        """The end of a drag: a tall graph's thumbnail follows the view again."""
+        if event.button() == Qt.MouseButton.LeftButton and self._drag is not None:
+            self._drag = None
+            if self._tall is not None:
+                self._tall.frozen = False
+                self.set_view_rect(self._view_rect)
+            event.accept()
+
+    def report(self) -> dict:
+        """What the box shows, in its own pixels (for ``--test-geometry``): ``graph_rect`` (the
+        graph as drawn, within the thumbnail), ``view_rect`` (the view's outline as drawn),
+        ``track`` (a tall graph's whole-height strip, else None), ``scale`` and ``tall``."""
+        def box(r: QRectF | None) -> list[int] | None:
+            return None if r is None or r.isEmpty() else [round(r.x()), round(r.y()), round(r.width()), round(r.height())]
+
+        inner = QRectF(self.rect()).adjusted(1, 1, -1, -1)
+        if self._tall is not None:
+            graph, area = self._tall.graph_rect(), self._tall.area
+        else:
+            graph = QRectF(self.from_scene(self._graph_rect.topLeft()), self.from_scene(self._graph_rect.bottomRight()))
+            area = inner
+        view = QRectF(self.from_scene(self._view_rect.topLeft()), self.from_scene(self._view_rect.bottomRight()))
+        return {"graph_rect": box(graph.intersected(area)), "view_rect": box(view.intersected(area.adjusted(1, 1, -1, -1))),
+                "track": box(self._tall.track) if self._tall is not None else None,
+                "scale": self._scale, "tall": self._tall is not None, "expanded": self.expanded}

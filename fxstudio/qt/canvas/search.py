@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QToolButto
 
 from fxstudio.core.node_text import card_target_text
 from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.find_zoom import is_readable, show_readable
 from fxstudio.qt.canvas.items import CardInfo
 
 
@@ -124,7 +125,7 @@ class CanvasSearch:
     """Search on the canvas (mixed into ``GraphCanvas``): highlight matches, cycle through them.
 
     Expects ``canvas_scene``, ``search_bar``, ``selection``, ``document``, ``repeats``, ``flush()``
-    and ``centerOn()`` on the class it is mixed into, and ``_matches``, ``_match_index``, ``_pattern`` set up by it."""
+    and ``centerOn()`` (and the zoom of ``CanvasNavigation``) on the class it is mixed into, and ``_matches``, ``_match_index``, ``_pattern`` set up by it."""
 
     def search(self, pattern: str) -> int:
         """Highlight the cards matching ``pattern`` (regex over name, op, target); go to the first.
@@ -139,7 +140,7 @@ class CanvasSearch:
         self._rematch()
         self._match_index = -1
         if self._matches and self._found(self._matches[0])[0] is not None:
-            self.next_match()
+            self.next_match(zoom=False)   # typing keeps the zoom: the matches stay marked on the overview
         else:
             self.search_bar.show_count(0, len(self._matches))
         return len(self._matches)
@@ -226,11 +227,15 @@ class CanvasSearch:
         """The match the view is on, or None."""
         return self._matches[self._match_index] if 0 <= self._match_index < len(self._matches) else None
 
-    def next_match(self, step: int = 1) -> str | None:
-        """Go to (centre on and select) the next match; wraps around. Returns its name."""
+    def next_match(self, step: int = 1, zoom: bool = True) -> str | None:
+        """Go to (centre on and select) the next match; wraps around. Returns its name. With
+        ``zoom`` (Enter, F3) a view too far out to read the card zooms in to it (``find_zoom.py``),
+        and the first such step shows the current match (the one the count names) instead of the next."""
         if not self._matches:
             return None
         old = self.current_match()
+        if zoom and step and old is not None and self._found(old)[0] is not None and not is_readable(self.zoom()):
+            step = 0
         if old is not None:
             self._mark(old, 1)
         self._match_index = (self._match_index + step) % len(self._matches)
@@ -245,7 +250,10 @@ class CanvasSearch:
             if card is None:
                 return None
         self._mark(name, 2)
-        self.centerOn(card.sceneBoundingRect().center())
+        if zoom:
+            show_readable(self, card.sceneBoundingRect())
+        else:
+            self.centerOn(card.sceneBoundingRect().center())
         self.selection.set([row.node_id if row is not None else card.info.node_id])
         self.search_bar.show_count(self._match_index + 1, len(self._matches))
         self._update_highlights()

@@ -102,6 +102,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.minimap = Minimap(self)
         self.minimap.navigate.connect(self.centerOn)
         self.minimap.expanded_changed.connect(self._minimap_expanded)
+        self.minimap.resized.connect(self._place_overlays)
         # After an incremental redraw the thumbnail (one rectangle per card: ~0.1 s at 10k nodes)
         # is repainted a little later, so the first paint after an edit does not wait for it.
         self._minimap_timer = QTimer(self)
@@ -533,6 +534,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
 
     def _place_overlays(self) -> None:
         vp = self.viewport().geometry()
+        self.minimap.set_room(vp.height() - 60)   # a tall graph's box stays below the find bar
         self.minimap.move(vp.right() - self.minimap.width() - 10, vp.bottom() - self.minimap.height() - 10)
         self.search_bar.adjustSize()
         self.search_bar.move(vp.right() - self.search_bar.width() - 10, vp.top() + 10)
@@ -556,8 +558,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self._minimap_timer.stop()
         x0, y0, x1, y1 = self.canvas_scene.bounds
         ops = {name: card.info.op for name, card in self.canvas_scene.cards.items()}
-        self.minimap.set_layout(self.canvas_scene.layout, QRectF(x0, y0, x1 - x0, y1 - y0).adjusted(-40, -40, 40, 40), ops,
-                                self._minimap_tints)
+        graph = QRectF(x0, y0, x1 - x0, y1 - y0)
+        self.minimap.set_layout(self.canvas_scene.layout, graph.adjusted(-40, -40, 40, 40), ops, self._minimap_tints, graph)
 
     def set_minimap_shown(self, shown: bool) -> None:
         """Expand the minimap (True) or collapse it to its toggle (View ▸ Minimap)."""
