@@ -8,9 +8,12 @@ ask for a fresh snapshot). It holds global screen rectangles ``[x, y, w, h]`` of
 argument key), of each card by node name and its input ports (``cards``), of the other top-level
 windows (dialogs, open menus) and their named children or menu entries (``windows``; the text of
 their named line edits and tables in ``texts``), of the dock tabs (``tab:Run``), the Run dock's state and the
-screen point of each node in its per-node plot (``run``), and what a user reads: title, edit
+screen point of each node in its per-node plot (``run``; ``run.layout``: its plots' view boxes,
+tick labels and data area, the first-divergence label, each table's column widths and widest texts:
+``run_layout.describe``), and what a user reads: title, edit
 count, undo/redo enabled, status bar text and lint field, the lint and torch rows of Problems, each
-card's shape text and torch's rejection, selection, focus. Nothing here changes the window;
+card's shape text and torch's rejection, selection, focus, the canvas's zoom and what its minimap
+draws (``view``). Nothing here changes the window;
 input still has to go through the window system.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -27,7 +31,7 @@ from PySide6.QtWidgets import (
     QTableWidget, QTreeView, QWidget,
 )
 
-from fxstudio.qt import stall_watch
+from fxstudio.qt import run_layout, stall_watch
 
 POLL_MS = 150
 CARD_LIMIT = 2000
@@ -127,6 +131,7 @@ class GeometryReporter(QObject):
             "focus": self._describe(focus),
             "widgets": self._widgets(),
             "cards": self._cards(),
+            "view": self._view(),
             "windows": self._other_windows(),
             "run": self._run(),
         }
@@ -206,11 +211,29 @@ class GeometryReporter(QObject):
                 "center": point(body.center()),
                 "visible": visible.contains(box.center()),
                 "error": card.info.error,  # "torch rejects this node: ..." on a red card, else ""
+                "change": card.diff_kind if canvas.changes_shown() else "",  # "changed"/"added" outline
+                "rows": [r.label for r in card.info.rows],  # folded weights, as the card lists them
                 "shape": card.info.shape,
                 "ports": [{"key": p.key if isinstance(p.key, int) else str(p.key), "src": p.src,
                            "at": point(card.port_pos(i))} for i, p in enumerate(card.info.ports)],
             }
         return out
+
+    def _view(self) -> dict:
+        """The canvas's zoom (``scale``: 1.0 = 100 %) and its minimap (``minimap``: None while
+        hidden, else its ``rect`` and, as drawn in it, ``graph_rect``, ``view_rect`` and a tall
+        graph's whole-height ``track``, all global)."""
+        canvas = self.window.canvas
+        mm = canvas.minimap
+        minimap = None
+        if mm.isVisible():
+            drawn = mm.report()
+            minimap = {k: (_global(mm, QRect(*v)) if k in ("graph_rect", "view_rect", "track") and v else v)
+                       for k, v in drawn.items()}
+            minimap["rect"] = _rect(mm)
+        legend = canvas.legend
+        changes = legend.changes_label.text() if legend.isVisible() and legend.changes_label.isVisible() else ""
+        return {"scale": canvas.zoom(), "minimap": minimap, "legend_changes": re.sub(r"<[^>]*>|&nbsp;", " ", changes)}
 
     def _problems(self) -> list[dict]:
         """The lint and torch rows of the Problems dock, with each row's screen rectangle while shown."""
@@ -263,7 +286,7 @@ class GeometryReporter(QObject):
         first = report.first_divergence if report is not None else None
         points = {}
         plots = pane.plots
-        if report is not None and plots.isVisible() and plots.report is report:
+        if report is not None and plots.isVisible() and plots.report is report and plots.node_plot.scene() is not None:
             area = plots.viewport().rect()
             rows = report.nodes
             if len(rows) > ALL_CARDS_UP_TO:  # the points in the plot's visible range
@@ -279,7 +302,7 @@ class GeometryReporter(QObject):
                     points[row.name] = [g.x(), g.y()]
         return {"busy": pane.running, "status": pane.status.text(), "report": report is not None,
                 "stale": pane.stale, "first_divergence": first.name if first is not None else None,
-                "points": points}
+                "points": points, "layout": run_layout.describe(pane) if report is not None else {}}
 
 
 def _export_state(result) -> dict | None:

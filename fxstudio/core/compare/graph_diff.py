@@ -88,15 +88,54 @@ def graph_diff(original: torch.fx.Graph | torch.fx.GraphModule, edited: torch.fx
 
 
 def _entry(n: torch.fx.Node, key, mods) -> tuple:
-    """(node, signature or None when uncomparable, name, submodule type for a call_module)."""
+    """(node, signature or None when uncomparable, name, the object a ``call_module`` or
+    ``get_attr`` reads: its submodule or tensor, or None)."""
     try:
         sig = node_signature(n, key)
     except Exception:  # noqa: BLE001 - compared through repr below
         sig = None
-    mtype = None
-    if mods is not None and n.op == "call_module":
-        mtype = type(mods(n.target)) if callable(mods) else type(mods.get(n.target))
-    return (n, sig, n.name, mtype)
+    held = None
+    if mods is not None and n.op in ("call_module", "get_attr") and isinstance(n.target, str):
+        held = _held(mods, n.target) if n.op == "get_attr" else _module(mods, n.target)
+    return (n, sig, n.name, held)
+
+
+def _module(mods, path: str):
+    return mods(path) if callable(mods) else mods.get(path)
+
+
+def _held(mods, target: str):
+    """What ``get_attr`` ``target`` reads (a submodule's tensor or a submodule), or None."""
+    owner_path, _, attr = target.rpartition(".")
+    owner = _module(mods, owner_path)
+    found = _module(mods, target)
+    if found is not None or owner is None:
+        return found
+    return getattr(owner, attr, None)
+
+
+def _weights(m) -> tuple:
+    return tuple((k, id(t)) for k, t in m.state_dict(keep_vars=True).items())
+
+
+def _same_object(a, b, by_identity: bool) -> bool:
+    """Whether a ``call_module`` or ``get_attr`` computes the same from ``a`` as from ``b``: the
+    same object, or (``by_identity``, within one document, whose original and edited trees share
+    the weights that no edit changed) a module of the same class and configuration holding the
+    very same tensors, so a fusion that rewrote a conv's weights shows as a change. Across two
+    files (``by_identity`` False) only the submodule classes are compared."""
+    if a is b or a is None or b is None:
+        return True
+    if not by_identity:
+        return type(a) is type(b)
+    if isinstance(a, torch.nn.Module) and isinstance(b, torch.nn.Module):
+        if type(a) is not type(b):
+            return False
+        try:
+            return a.extra_repr() == b.extra_repr() and _weights(a) == _weights(b)
+        except Exception:  # noqa: BLE001 - a module whose repr or state fails: not the same
+            return False
+    return False
 
 
 def _signatures(graph: torch.fx.Graph, key, mods) -> dict[Hashable, tuple]:
@@ -147,8 +186,8 @@ class GraphDiffer:
                 same = None
         if same is None:
             same = repr(node_signature(o, self.key)) == repr(node_signature(e, self.key))
-        if same and o.op == "call_module" and otype is not None and etype is not None:
-            same = otype is etype
+        if same and o.op in ("call_module", "get_attr"):
+            same = _same_object(otype, etype, self.match == "id")
         return same
 
     def _classify(self, k) -> None:

@@ -46,7 +46,7 @@ def assign_layers(
     if previous is not None and not sink:
         fast = _layers_from_previous(n, src, dst, weight_like, previous)
         if fast is not None:
-            return fast
+            return _without_empty_layers(fast)
     pred_off, preds = csr(n, dst, src)
     prev = previous.tolist() if previous is not None else None
     lay = [0] * n
@@ -85,7 +85,17 @@ def assign_layers(
             elif below > lay[v] and hi - lo >= po[v + 1] - po[v] > 0 and (prev is None or prev[v] < 0):
                 lay[v] = below  # as many outputs as inputs: sinking does not lengthen its edges
     layer[:] = lay
-    return layer
+    return _without_empty_layers(layer) if previous is not None else layer
+
+
+def _without_empty_layers(layer: np.ndarray) -> np.ndarray:
+    """``layer`` renumbered over the layers that hold a node: an erase or a pass that emptied a
+    layer of the previous layout closes the gap instead of leaving a hole (the order is kept, so
+    every edge still points down)."""
+    used = np.unique(layer)
+    if len(used) == 0 or (used[0] == 0 and used[-1] == len(used) - 1):
+        return layer
+    return np.searchsorted(used, layer).astype(np.int64)
 
 
 FIXPOINT_ROUNDS = 8

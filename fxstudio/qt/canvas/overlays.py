@@ -147,9 +147,11 @@ class OverlayLegend(QFrame):
         grid.setContentsMargins(7, 4, 7, 4)
         grid.setHorizontalSpacing(6)
         grid.setVerticalSpacing(2)
-        self.changes_box = QCheckBox("Changes", self)
+        # The counts are since the original (all edits), as the Run dock's Changes tab lists them;
+        # a pass's status message counts what that one pass did and says so.
+        self.changes_box = QCheckBox("Since original", self)
         self.changes_box.setChecked(True)
-        self.changes_box.setToolTip("Ring the nodes an edit added or changed")
+        self.changes_box.setToolTip("Ring the nodes the edits so far added or changed, compared with the original graph")
         self.changes_label = QLabel("", self)
         self.divergence_box = QCheckBox("Divergence", self)
         self.divergence_box.setChecked(True)
@@ -341,12 +343,20 @@ class CanvasOverlays:
         self.legend.raise_()
 
 
+def _show_node(canvas, node_id: int) -> None:
+    canvas.repeats.reveal(canvas, node_id)
+    canvas.center_on_node(node_id)
+
+
 def connect_run_pane(canvas, run_pane) -> None:
     """Colour ``canvas`` from ``run_pane``: each report's ``divergence_by_id`` tints the cards,
     each ``GraphDiff`` rings the added/changed nodes. Also shows what the pane already holds when
     both follow the same document."""
     run_pane.report_ready.connect(canvas.set_divergence_report)
     run_pane.diff_changed.connect(canvas.set_diff)
+    # A click on a node's point or row shows its card even when it is selected already (the
+    # selection does not change then, so the canvas would not scroll on its own).
+    run_pane.node_activated.connect(lambda node_id: _show_node(canvas, node_id))
     if run_pane.doc is not None and run_pane.doc is canvas.document:
         if run_pane.report is not None:
             canvas.set_divergence_report(run_pane.report)

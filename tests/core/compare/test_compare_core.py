@@ -348,3 +348,21 @@ def test_same_module_compares_type_configuration_mode_and_weights():
     d = copy.deepcopy(a).eval()
     assert not any(same_module(a, other) for other in (b, c, d))
     assert not same_module(nn.LeakyReLU(0.1), nn.LeakyReLU(0.2))
+
+
+def test_graph_diff_marks_a_fused_conv_as_changed_and_agrees_with_the_pass():
+    """A fusion rewrites conv1's weights behind an unchanged ``call_module`` node: the diff against
+    the original says so (issue #26: the fused conv was not outlined), and after one pass it
+    counts what the pass's own summary counts."""
+    from fxstudio.core.compare.graph_diff import GraphDiffer
+    from tests.core.edit_helpers import doc_for
+
+    doc = doc_for("conv_bn_relu.py")
+    result = doc.apply_edit({"op": "run_pass", "name": "fxstudio.passes.fuse_conv_bn"})
+    diff = GraphDiffer(doc.original).diff(doc.edited)
+    names = doc.original_names_by_id()
+    assert {names[i] for i in diff.changed} == {"conv1", "conv2", "relu1", "relu2"}
+    assert {names[i] for i in diff.removed} == {"bn1", "bn2"} and not diff.added
+    assert f"0 added, 2 removed, {len(diff.changed)} changed" in result.label
+    # Across two files (names matched), weights are not compared by identity: same class, same node.
+    assert GraphDiffer(doc.original, match="name").diff(doc.original).empty
