@@ -56,7 +56,15 @@ META_SOURCE = "fxs_source"
 META_HIDDEN = "fxs_hidden"
 """True for lifted parameters of an exported graph (noise the views hide)."""
 META_PARAM = "fxs_param"
-"""The qualified name of the parameter a hidden placeholder stands for."""
+"""The qualified name of the parameter or buffer a placeholder stands for (a hidden one of an
+exported graph, or one Dynamo lifted into a torch.compile capture's graph)."""
+
+
+def is_lifted_weight(node) -> bool:
+    """A placeholder that carries a weight, not a model input: export's lifted parameters
+    (``fxs_hidden``) and a capture's parameters and buffers (``fxs_param``)."""
+    meta = node.meta
+    return node.op == "placeholder" and bool(meta.get(META_HIDDEN) or meta.get(META_PARAM))
 
 _PUBLIC_NAMESPACES = ("torch", "torch.nn.functional", "torch.special", "torch.linalg", "torch.fft")
 

@@ -2,7 +2,7 @@
 
 Netron draws a convolution as one card with rows ``weight ⟨64×3×7×7⟩``, not as four cards. Here a
 *weight* is a ``get_attr`` node or a lifted parameter/buffer/constant placeholder (marked
-``fxs_hidden`` by the loader). A weight with exactly one user, that user a call (``call_function``,
+``fxs_hidden`` or ``fxs_param`` by the loader). A weight with exactly one user, that user a call (``call_function``,
 ``call_method``, ``call_module``) drawn as a card, *folds* into that user's card: it is a row
 there, has no card and no edge of its own, and the layout leaves it out. A weight with a second
 user (a tied embedding) or used by the output keeps its card.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch.fx
 
-from fxstudio.core.node_text import META_HIDDEN, META_PARAM, META_SHAPE
+from fxstudio.core.node_text import META_HIDDEN, META_PARAM, META_SHAPE, is_lifted_weight
 
 _CALLS = frozenset(("call_function", "call_method", "call_module"))
 _FOLDABLE = frozenset(("get_attr", "placeholder", "call_module"))   # the ops ``fold_host`` may take off
@@ -29,8 +29,7 @@ HIDDEN = None
 
 def is_weight(node: torch.fx.Node) -> bool:
     """A ``get_attr`` read or a lifted parameter/buffer/constant placeholder."""
-    op = node.op
-    return op == "get_attr" or (op == "placeholder" and bool(node.meta.get(META_HIDDEN)))
+    return node.op == "get_attr" or is_lifted_weight(node)
 
 
 def is_exported(graph: torch.fx.Graph) -> bool:
@@ -43,7 +42,7 @@ def fold_host(node: torch.fx.Node, exported: bool) -> torch.fx.Node | None | boo
     """Where ``node`` is drawn: the host node whose card shows it as a row, ``HIDDEN`` (None) when
     it is drawn nowhere, ``False`` when it has its own card. ``exported``: ``is_exported(graph)``."""
     op = node.op
-    if op == "get_attr" or (op == "placeholder" and node.meta.get(META_HIDDEN)):
+    if op == "get_attr" or is_lifted_weight(node):
         users = node.users
         if len(users) == 1:
             host = next(iter(users))

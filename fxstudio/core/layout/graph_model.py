@@ -16,7 +16,8 @@ import torch.fx
 
 from fxstudio.core.card_text import card_lines
 from fxstudio.core.layout.folding import row_label
-from fxstudio.core.node_text import META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
+from fxstudio.core.node_text import (META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_PARAM, META_SHAPE,
+                                     is_lifted_weight, target_label)
 
 _CALLS = frozenset(("call_function", "call_method", "call_module"))
 
@@ -190,7 +191,7 @@ def extract_graph(graph: torch.fx.Graph, fold: bool = False) -> GraphArrays:
                     keys.append(key)
                     all_weights = all_weights and wl[j]
         op = ops[i]
-        if op == "get_attr" or (op == "placeholder" and metas[i].get(META_HIDDEN)):
+        if op == "get_attr" or (op == "placeholder" and (metas[i].get(META_HIDDEN) or metas[i].get(META_PARAM))):
             wl[i] = True
         elif op in ("call_function", "call_method") and (
             all_weights or (META_SHAPE in metas[i] and shapes[i] is None and node.users)
@@ -244,7 +245,7 @@ def _fold_plan(nodes: list[torch.fx.Node]) -> tuple[set, dict, bool, list]:
         if hidden:
             exported = True   # only weights and submodule calls carry it (metadata.mark_hidden)
         users = node.users
-        if op == "get_attr" or (op == "placeholder" and hidden):
+        if op == "get_attr" or (op == "placeholder" and (hidden or node.meta.get(META_PARAM))):
             if len(users) == 1:
                 host = next(iter(users))
                 if host.op in calls and not host.meta.get(META_HIDDEN):
@@ -287,7 +288,7 @@ def feeding_input(graph: torch.fx.Graph) -> tuple[str, set[str]] | None:
     """The input (not a lifted weight) that feeds the most of the graph's calls, and the names of
     every node it feeds: where a view of the graph should open (GPT-2's ``input_ids``, not its
     ``use_cache``). None when no input feeds a call."""
-    inputs = [n for n in graph.nodes if n.op == "placeholder" and not n.meta.get(META_HIDDEN) and n.users]
+    inputs = [n for n in graph.nodes if n.op == "placeholder" and not is_lifted_weight(n) and n.users]
     if not inputs:
         return None
     bit = {n: 1 << k for k, n in enumerate(inputs)}

@@ -24,7 +24,8 @@ import torch.fx
 from fxstudio.core.card_text import card_lines
 from fxstudio.core.layout.folding import fold_host, row_text_len, rows_of
 from fxstudio.core.layout.graph_model import node_inputs
-from fxstudio.core.node_text import META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_SHAPE, target_label
+from fxstudio.core.node_text import (META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_PARAM, META_SHAPE,
+                                     target_label)
 from fxstudio.core.layout.types import EdgeRoute, Layout
 
 CARD_MARGIN = 12.0   # a lane keeps this far from a card's side
@@ -350,7 +351,7 @@ def _drawn(node: torch.fx.Node, direction: str, index: dict[str, int], fold: boo
 def node_weight_like(node: torch.fx.Node, all_inputs_weight_like: bool) -> bool:
     """The layout's "weight-like" rule for one node (as ``extract_graph`` applies it)."""
     op, meta = node.op, node.meta
-    if op == "get_attr" or (op == "placeholder" and meta.get(META_HIDDEN)):
+    if op == "get_attr" or (op == "placeholder" and (meta.get(META_HIDDEN) or meta.get(META_PARAM))):
         return True
     return op in ("call_function", "call_method") and (
         all_inputs_weight_like or (META_SHAPE in meta and meta.get(META_SHAPE) is None and bool(node.users)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from fxstudio.core.gc_pause import collections_off
@@ -9,7 +10,7 @@ from fxstudio.core.loading.inputs import inputs_from_shapes
 from fxstudio.core.metadata import annotate
 from fxstudio.core.model import LoadedModel
 from fxstudio.core.module_state import share_graph_module
-from fxstudio.core.node_text import META_HIDDEN
+from fxstudio.core.node_text import META_HIDDEN, META_PARAM
 
 
 def load_capture(path: Path, selector: str | None, input_shapes) -> LoadedModel:
@@ -38,6 +39,10 @@ def _load(path: Path, selector: str | None, input_shapes) -> LoadedModel:
     for node in gm.graph.nodes:
         node.meta.pop(META_HIDDEN, None)
         node.meta.pop("val", None)
+        if node.op == "placeholder":
+            qualname = lifted_name(node.meta.get("fxs_capture_source"))
+            if qualname:  # a parameter Dynamo lifted into an input: a row of its user's card
+                node.meta[META_PARAM] = qualname
     # The module to run as the original shares the graph too (a copy of a 200k-node graph takes
     # seconds): nothing changes a loaded graph in place; a Document and every run work on copies.
     return LoadedModel(
@@ -45,3 +50,19 @@ def _load(path: Path, selector: str | None, input_shapes) -> LoadedModel:
         example_inputs=tuple(inputs), tracer="fx", entry=f"graph_{index}", user_module=None, exported_program=None,
         notes=notes,
     )
+
+
+_LIFTED = re.compile(r"L\['self'\]((?:\._modules\['[A-Za-z0-9_]+'\])*)\._(?:parameters|buffers)\['([A-Za-z0-9_]+)'\]")
+_STEP = re.compile(r"\._modules\['([A-Za-z0-9_]+)'\]")
+
+
+def lifted_name(source) -> str | None:
+    """``lin.weight`` for Dynamo's source text ``L['self']._modules['lin']._parameters['weight']``
+    (a parameter or buffer of the compiled module, lifted into a graph input); None for a model
+    input (``L['x']``) or any other text. The text is data from the file: it is only matched."""
+    if not isinstance(source, str):
+        return None
+    found = _LIFTED.fullmatch(source)
+    if found is None:
+        return None
+    return ".".join([*_STEP.findall(found.group(1)), found.group(2)])
