@@ -12,6 +12,8 @@ MIN_SCALE, MAX_SCALE = 0.003, 4.0
 ZOOM_STEP = 1.25
 MIN_READABLE_ZOOM = 0.6   # "fit" never goes below this: card names stay legible (titles ~9 px)
 MAX_FIT_ZOOM = 1.0        # nor above 100 %: a narrow graph is not blown up
+FIRST_SCREEN_ZOOM = 0.85  # a graph taller than the view opens at most this close (titles ~13 px,
+                          # as large as Netron's): its first screen holds more of the computation
 
 
 class CanvasNavigation:
@@ -110,12 +112,12 @@ class CanvasNavigation:
             if fed:
                 inputs, boxes = fed[:1], fed
             cx = (min(b.x for b in inputs) + max(b.x + b.w for b in inputs)) / 2
-            z = MAX_FIT_ZOOM
+            z = FIRST_SCREEN_ZOOM
             for _ in range(3):   # the width of what the first screen shows depends on the zoom
                 bottom = y0 - m + vp.height() / z
                 top = _cluster([b for b in boxes if b.y < bottom] or boxes, cx, vp.width() / z / 3)
                 left, right = min(b.x for b in top), max(b.x + b.w for b in top)
-                z = min(max(vp.width() / (right - left + 2 * m), MIN_READABLE_ZOOM), MAX_FIT_ZOOM)
+                z = min(max(vp.width() / (right - left + 2 * m), MIN_READABLE_ZOOM), FIRST_SCREEN_ZOOM)
             self._set_zoom(z)
             half = vp.width() / 2 / z
             if right - left + 2 * m <= 2 * half:
