@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-torch2 bench screenshot bundle clean
+.PHONY: run test test-torch2 bench screenshot screenshots bundle clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,29 @@ bench: $(STAMP)
 screenshot: $(STAMP)
 	$(VENV)/bin/fxstudio resources/examples/residual_cnn.py --screenshot docs/img/window.png \
 		--replay docs/img/window_edits.json --select gelu
+
+# docs/img/compare/: fxstudio, Netron and Model Explorer on the same three .pt2 files at 1600x1000
+# (issue #26; bench/screenshots_compare.py). Netron and Model Explorer live in their own venv, pinned,
+# with torch's CPU build installed first; headless Chromium draws their pages (a CJK font for the
+# 〈 〉 of Netron's tensor shapes). Not part of `make test`; a few minutes.
+ANCHORS := .venv-anchors
+ANCHORS_STAMP := $(ANCHORS)/.installed-netron-9.3.3-me-0.1.34
+
+$(ANCHORS_STAMP):
+	test -x $(ANCHORS)/bin/python || $(PYTHON) -m venv $(ANCHORS)
+	$(ANCHORS)/bin/python -m pip install -q --upgrade pip
+	$(ANCHORS)/bin/python -c "import torch" 2>/dev/null || $(ANCHORS)/bin/python -m pip install -q torch==2.13.0
+	$(ANCHORS)/bin/python -m pip install -q netron==9.3.3 ai-edge-model-explorer==0.1.34
+	touch $(ANCHORS_STAMP)
+
+screenshots: $(STAMP) $(ANCHORS_STAMP)
+	@need=""; \
+	command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need="$$need chromium"; \
+	fc-list ':charset=3008' | grep -q . || need="$$need fonts-wqy-microhei"; \
+	command -v convert >/dev/null || need="$$need imagemagick"; \
+	if [ -n "$$need" ]; then echo "make screenshots: apt-get install$$need"; \
+		apt-get update -q && apt-get install -y -q $$need; fi
+	$(PY) -m bench.screenshots_compare $(SCREENSHOTS_ARGS)
 
 # The desktop bundle dist/fxstudio/ (PyInstaller one-folder; ~1.1 GB, a few minutes), then its smoke
 # test. PyInstaller is pinned here only: neither the app nor `make test` needs it.
