@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QMessageBox
 
 from fxstudio.core import journal
 from fxstudio.core.errors import FxStudioError
+from fxstudio.core.node_text import META_HIDDEN
 from fxstudio.qt import canvas_keyboard, menus
 from fxstudio.qt.actions.pass_actions import PassActions
 from fxstudio.qt.actions.structure_actions import StructureActions
@@ -277,6 +278,17 @@ class MainWindow(WindowCommands, QMainWindow):
         self.passes.update_enabled()
         self.update_status()
 
+    def _plumbing_count(self, doc) -> int:
+        """How many of the edited graph's nodes are export plumbing that no view draws
+        (``_guards_fn``): the status bar counts the nodes the file holds, as Netron and Model
+        Explorer do. Counted once per edit (the status bar updates with every selection)."""
+        key = (id(doc), doc.history_index, len(doc.edited.graph.nodes))
+        if getattr(self, "_plumbing_key", None) != key:
+            self._plumbing_key = key
+            self._plumbing = sum(1 for n in doc.edited.graph.nodes
+                                 if n.op == "call_module" and not n.users and n.meta.get(META_HIDDEN))
+        return self._plumbing
+
     def update_status(self) -> None:
         """The permanent status-bar fields: selection, node count, edits, lint verdict."""
         doc = self.document
@@ -284,7 +296,7 @@ class MainWindow(WindowCommands, QMainWindow):
             for label in (self.status_nodes, self.status_lint, self.status_edits, self.status_selected):
                 label.setText("")
             return
-        count = len(doc.edited.graph.nodes)
+        count = len(doc.edited.graph.nodes) - self._plumbing_count(doc)
         self.status_nodes.setText(f"{count:,} nodes")
         n = doc.history_index
         self.status_edits.setText(

@@ -130,3 +130,14 @@ def test_a_pt2_graph_is_shown_view_only_before_it_is_editable(qtbot, make_window
                      win.canvas.viewport_pos_of("add_5"))
     QTest.keyClick(QApplication.focusWidget(), Qt.Key.Key_Delete)
     qtbot.waitUntil(lambda: doc.find("add_5") is None, timeout=5000)
+
+
+def test_the_status_bar_counts_the_nodes_the_file_holds(qtbot, make_window, tmp_path):
+    """``ExportedProgram.module()`` adds a ``_guards_fn`` call the file does not hold and no view draws:
+    the status bar counts what Netron and Model Explorer count, the program's own graph."""
+    path = save_wide(tmp_path / "wide.pt2")
+    win = make_window()
+    doc = open_and_wait(qtbot, win, str(path))
+    held = len(torch.export.load(str(path)).graph.nodes)
+    assert len(doc.edited.graph.nodes) == held + 1  # the module's graph has _guards_fn besides
+    qtbot.waitUntil(lambda: win.status_nodes.text() == f"{held} nodes", timeout=5000)
