@@ -114,16 +114,30 @@ def _held(mods, target: str):
     return getattr(owner, attr, None)
 
 
-def _weights(m) -> tuple:
-    return tuple((k, id(t)) for k, t in m.state_dict(keep_vars=True).items())
+def _same_tensor(a, b) -> bool:
+    """The very tensor, or one equal to it in shape, dtype and every value (a deep copy's)."""
+    if a is b:
+        return True
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+        return False
+    try:
+        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+    except Exception:  # noqa: BLE001 - tensors that cannot be compared (meta, quantized): not the same
+        return False
+
+
+def _same_weights(a, b) -> bool:
+    sa, sb = a.state_dict(keep_vars=True), b.state_dict(keep_vars=True)
+    return sa.keys() == sb.keys() and all(_same_tensor(sa[k], sb[k]) for k in sa)
 
 
 def _same_object(a, b, by_identity: bool) -> bool:
     """Whether a ``call_module`` or ``get_attr`` computes the same from ``a`` as from ``b``: the
-    same object, or (``by_identity``, within one document, whose original and edited trees share
-    the weights that no edit changed) a module of the same class and configuration holding the
-    very same tensors, so a fusion that rewrote a conv's weights shows as a change. Across two
-    files (``by_identity`` False) only the submodule classes are compared."""
+    same object, or (``by_identity``: both graphs of one lineage, such as a document's original
+    and edited modules, which share the weights no edit changed) a module of the same class and
+    configuration holding the same tensors (the very ones, or equal ones: a deep copy's), so a
+    fusion that rewrote a conv's weights shows as a change. Across two files (``by_identity``
+    False) only the submodule classes are compared."""
     if a is b or a is None or b is None:
         return True
     if not by_identity:
@@ -132,10 +146,10 @@ def _same_object(a, b, by_identity: bool) -> bool:
         if type(a) is not type(b):
             return False
         try:
-            return a.extra_repr() == b.extra_repr() and _weights(a) == _weights(b)
+            return a.extra_repr() == b.extra_repr() and _same_weights(a, b)
         except Exception:  # noqa: BLE001 - a module whose repr or state fails: not the same
             return False
-    return False
+    return _same_tensor(a, b)
 
 
 def _signatures(graph: torch.fx.Graph, key, mods) -> dict[Hashable, tuple]:
