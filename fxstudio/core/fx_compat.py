@@ -582,3 +582,14 @@ def fused_module_class() -> type | None:
 def fused_module_fallback(m: nn.Module) -> bool:
     """Public stand-in for ``isinstance(m, _FusedModule)``: a Sequential of torch.ao.nn.intrinsic."""
     return isinstance(m, nn.Sequential) and type(m).__module__.startswith("torch.ao.nn.intrinsic")
+
+
+def placeholders(graph: torch.fx.Graph) -> list:
+    """The graph's input nodes (``find_nodes``' index where torch has it, else a scan)."""
+    find = getattr(graph, "find_nodes", None)
+    if find is not None:
+        try:
+            return list(find(op="placeholder"))
+        except Exception:  # noqa: BLE001 - an older torch: scan
+            pass
+    return [n for n in graph.nodes if n.op == "placeholder"]

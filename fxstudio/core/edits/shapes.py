@@ -26,6 +26,7 @@ from fxstudio.core import trust
 from fxstudio.core.edits.fake_results import (UNKNOWN, MetaOnly, NoKey, function_kind, key_of, remember,
                                               result_cache)
 from fxstudio.core.edits.ledger import ledger_of
+from fxstudio.core.edits.pointwise_results import pointwise_result
 from fxstudio.core.edits.work import meta_nbytes, shape_of, value_nbytes
 from fxstudio.core.errors import EditRefused
 from fxstudio.core.metadata import dtype_name
@@ -52,7 +53,7 @@ class ShapeRefresher:
 
     def __init__(self, gm: torch.fx.GraphModule, traced: bool = True):
         self.gm = gm
-        self.enabled = any("tensor_meta" in n.meta for n in _placeholders(gm.graph))
+        self.enabled = any("tensor_meta" in n.meta for n in fx_compat.placeholders(gm.graph))
         self.complete = True
         self.budget = DEFAULT_BUDGET
         # what the traced graph calls (it ran under a fake mode when the model was loaded); taken
@@ -181,6 +182,10 @@ class ShapeRefresher:
             hit = result_cache().get(key)
             if hit is not None:
                 return MetaOnly(list(hit) if isinstance(hit, list) else hit), None
+            told = pointwise_result(self, node.op, node.target, node.args, node.kwargs, values)
+            if told is not None:  # no fake mode needed (edits/pointwise_results.py)
+                remember(key, told.meta)
+                return told, None
         value, error = self._evaluate_now(node, values, depth)
         if key is not None and error is None:
             remember(key, _tensor_meta(value))
@@ -338,6 +343,8 @@ def operand_values(gm: torch.fx.GraphModule | None) -> Callable[[torch.fx.Node],
         refresher = made[0]
         if refresher is None or not refresher.enabled:
             return trust.UNKNOWN
+        if node not in values and isinstance(node.meta.get("tensor_meta"), TensorMetadata):
+            return trust.TENSOR_LIKE  # a tensor: all the cost bound asks (no fake mode to make)
         with warnings.catch_warnings(), torch.no_grad(), fx_compat.fake_tensor_logs_off(), refresher.mode:
             warnings.simplefilter("ignore")
             value = refresher._value_of(node, values, 0)
@@ -385,6 +392,11 @@ def prospective_call(gm: torch.fx.GraphModule | None, op: str, target: Any, args
 
     key = refresher.cache_key(op, target, args, kwargs, values)
     hit = result_cache().get(key) if key is not None else None
+    if hit is None and key is not None:
+        told = pointwise_result(refresher, op, target, args, kwargs, values)
+        if told is not None:  # no fake mode needed (edits/pointwise_results.py)
+            hit = told.meta
+            remember(key, hit)
     if hit is not None:
         shaped_args = torch.fx.node.map_arg(args, meta_shape)
         shaped_kwargs = torch.fx.node.map_arg(kwargs, meta_shape)
@@ -467,17 +479,6 @@ def _missing(value: Any) -> Any:
 def _checker(gm: torch.fx.GraphModule) -> "ShapeRefresher":
     """A refresher for the checks of edits on ``gm`` (``traced=False``: only what trust allows runs)."""
     return ShapeRefresher(gm, traced=False)
-
-
-def _placeholders(graph: torch.fx.Graph):
-    """The graph's input nodes (``find_nodes``' index where torch has it, else a scan)."""
-    find = getattr(graph, "find_nodes", None)
-    if find is not None:
-        try:
-            return find(op="placeholder")
-        except Exception:  # noqa: BLE001 - an older torch: scan
-            pass
-    return [n for n in graph.nodes if n.op == "placeholder"]
 
 
 def fake_mode():
