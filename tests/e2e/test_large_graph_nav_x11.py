@@ -1,4 +1,4 @@
-"""Navigating a deep graph with real X input (issue #26, item 8): a 3,100-node chain of 620 blocks.
+"""Navigating a deep graph with real X input (issue #26, item 8): a 3,722-node chain of 620 residual blocks.
 
 The minimap of a graph 1,700 times taller than wide is not a hairline: it scrolls with the view at
 a scale where the graph is some 30 px wide, with a whole-height strip beside it; Find (Ctrl+F, a
@@ -11,35 +11,9 @@ from __future__ import annotations
 
 import re
 
+from fxstudio.testing.residual_mlp import write_residual_mlp
+
 BLOCKS = 620
-MODEL = f'''import torch
-from torch import nn
-
-
-class Block(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(16, 16)
-        self.act = nn.GELU()
-        self.fc2 = nn.Linear(16, 16)
-        self.norm = nn.LayerNorm(16)
-
-    def forward(self, x):
-        return self.norm(x + self.fc2(self.act(self.fc1(x))))
-
-
-class Deep(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.blocks = nn.Sequential(*[Block() for _ in range({BLOCKS})])
-
-    def forward(self, x):
-        return self.blocks(x)
-
-
-model = Deep()
-EXAMPLE_INPUTS = (torch.randn(2, 16),)
-'''
 TARGET = "blocks_450_norm"
 
 
@@ -61,8 +35,7 @@ def _centre(rect) -> tuple[int, int]:
 
 
 def test_minimap_and_find_on_a_deep_graph(launch, tmp_path):
-    model = tmp_path / "deep.py"
-    model.write_text(MODEL)
+    model = write_residual_mlp(tmp_path, BLOCKS, name="deep.py")
     config = tmp_path / "app0" / "config"   # where ``launch`` puts the first app's settings
     config.mkdir(parents=True)
     (config / "fxstudio.ini").write_text("[hints]\ncanvas_dismissed=true\n")
