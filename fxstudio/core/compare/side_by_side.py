@@ -19,6 +19,7 @@ import torch
 import torch.fx
 
 from fxstudio.core import fx_compat
+from fxstudio.core.compare.meta_weights import refuse_meta_weights
 from fxstudio.core.compare.divergence import (
     DivergenceResult, NodeDivergence, NodeFailure, RunCancelled, _is_oom, clone_tensors, graph_may_mutate,
     run_divergence,
@@ -256,6 +257,7 @@ def compare_models(original: torch.nn.Module, traced: torch.fx.GraphModule, edit
     torch runs on ``threads`` intra-op threads, by default as ``fxstudio.core.threads.choose``
     sizes them to the graph's largest tensor and the free cores (the report's notes say which).
     """
+    refuse_meta_weights(original, traced, edited, inputs=tuple(inputs))  # --device meta without --weights
     if threads is not None:
         choice = ThreadChoice(threads, "as set")
     elif device == "cpu" or str(device).startswith("cpu"):
@@ -289,6 +291,7 @@ def _compare(original: torch.nn.Module, traced: torch.fx.GraphModule, edited: to
         pairing.stamp()
         report.notes.append(pairing.describe())
 
+    step.stage(f"copying the models to {device}")
     try:
         memo: dict[int, Any] = {}  # one memo for the three moves: weights they share are moved once
         runners = {}
@@ -306,6 +309,7 @@ def _compare(original: torch.nn.Module, traced: torch.fx.GraphModule, edited: to
         raise RunError(f"Out of memory moving the model to {device}: {exc}") from None
 
     if per_node:
+        step.stage(f"matching and compiling the node-by-node run of {len(edited.graph.nodes):,} nodes")
         div = run_divergence(mods["traced"], mods["edited"], args, rtol=rtol, atol=atol, match=match,
                              progress=step.nodes, cancel=is_cancelled, seed=seed, share=share_unchanged)
         _take_divergence(report, div)
@@ -411,6 +415,11 @@ class _Progress:
     def __init__(self, fn: Callable[[float, str], None] | None, per_node: bool):
         self.fn = fn
         self.split = 0.6 if per_node else 0.0
+
+    def stage(self, text: str) -> None:
+        """A step of the preparation (no fraction yet: the bar stays busy, the text says what runs)."""
+        if self.fn is not None:
+            self.fn(0.0, text)
 
     def nodes(self, fraction: float, name: str) -> None:
         if self.fn is not None:

@@ -45,13 +45,36 @@ class Ledger:
         self.base_bytes = self.total_bytes
         self.base_work = self.total_work
 
-    def recount(self, graph: torch.fx.Graph, gm: torch.nn.Module) -> None:
-        """Count every node of ``graph`` afresh (a pass installed a new graph)."""
-        self.entries.clear()
-        self.stale.clear()
-        self.total_bytes = self.total_work = 0
-        for node in graph.nodes:
-            self.update(node, gm)
+    def recount(self, graph: torch.fx.Graph, gm: torch.nn.Module, only: set[int] | None = None) -> None:
+        """Count the nodes of ``graph`` afresh (a pass installed a new graph). ``only``: the ids of
+        the nodes whose call changed or that are new; every other node keeps its entry (and its
+        ``stale`` mark), which its unchanged call and metadata would give again."""
+        nodes = list(graph.nodes)
+        kept = {}
+        if only is not None:
+            for node in nodes:
+                node_id = node.meta.get(ID_KEY)
+                if node_id not in only and node_id in self.entries:
+                    kept[node_id] = self.entries[node_id]
+        self.stale.intersection_update(kept)
+        self.entries = kept
+        self.total_bytes = sum(e[0] for e in kept.values())
+        self.total_work = sum(e[1] for e in kept.values())
+        modules = dict(gm.named_modules(remove_duplicate=False)) if gm is not None else None
+        for node in nodes:
+            if node.meta.get(ID_KEY) not in kept:
+                self.update(node, gm, modules)
+
+    def snapshot(self) -> tuple[dict[int, tuple[int, int]], set[int]]:
+        """The entries and stale marks now (a swap keeps them for the graph it takes out)."""
+        return dict(self.entries), set(self.stale)
+
+    def restore(self, snapshot: tuple[dict[int, tuple[int, int]], set[int]]) -> None:
+        """Go back to a ``snapshot`` (the graph it was taken of is installed again)."""
+        entries, stale = snapshot
+        self.entries, self.stale = dict(entries), set(stale)
+        self.total_bytes = sum(e[0] for e in self.entries.values())
+        self.total_work = sum(e[1] for e in self.entries.values())
 
     def entry(self, node_id: int) -> tuple[int, int] | None:
         """The (bytes, work) counted for ``node_id``, or None."""
@@ -68,9 +91,10 @@ class Ledger:
             self.total_bytes += entry[0]
             self.total_work += entry[1]
 
-    def update(self, node: torch.fx.Node, gm: torch.nn.Module | None) -> tuple[int, int]:
-        """Count ``node`` from its metadata now; returns its (bytes, work)."""
-        entry = node_cost(node, gm)
+    def update(self, node: torch.fx.Node, gm: torch.nn.Module | None,
+               modules: dict[str, torch.nn.Module] | None = None) -> tuple[int, int]:
+        """Count ``node`` from its metadata now; returns its (bytes, work). ``modules``: see ``node_cost``."""
+        entry = node_cost(node, gm, modules)
         node_id = node.meta.get(ID_KEY)
         if node_id is not None:
             self.put(node_id, entry)

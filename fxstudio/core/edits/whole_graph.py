@@ -26,7 +26,7 @@ import torch
 import torch.fx
 
 from fxstudio.core.edits.common import text_field
-from fxstudio.core.edits.ledger import ledger_of
+from fxstudio.core.edits.ledger import attach, ledger_of
 from fxstudio.core.edits.work import node_cost
 from fxstudio.core.edits.primitives import Primitive, Transaction
 from fxstudio.core.edits.state import ID_KEY, Changes, EditState
@@ -53,6 +53,7 @@ class ModuleSide:
     by_name: dict[str, torch.fx.Node]
     code: Any = None  # fx_compat.compiled_code installed with this side (new: compiled for its graph)
     root_meta: Any = None  # the GraphModule's own ``meta`` (prepare_fx keeps what convert_fx needs there)
+    counts: Any = None  # the cost ledger's entries as they were when this side was last left (``Ledger.snapshot``)
 
     @classmethod
     def of(cls, gm: torch.fx.GraphModule, by_id: dict | None = None, code: Any = None) -> "ModuleSide":
@@ -75,6 +76,7 @@ class SwapModule(Primitive):
     changed: tuple[int, ...]  # matched nodes whose call (target, args, kwargs, submodule) changed
     touched: tuple[int, ...]  # nodes whose users or name changed
     renamed: tuple[int, ...] = ()  # matched nodes the pass gave another name
+    redone: bool = False  # applied before (the new side's shapes are computed)
 
     def _install(self, state: EditState, side: ModuleSide) -> None:
         gm = state.gm
@@ -95,16 +97,24 @@ class SwapModule(Primitive):
         state.by_id = dict(side.by_id)
         state.by_name = dict(side.by_name)
         ledger = ledger_of(gm)
-        if ledger is not None:  # another graph: count it afresh (the pass's new nodes then get shapes)
-            ledger.recount(side.graph, gm)
+        if ledger is not None:  # another graph: its counts as it was left, or what it adds or changes counted afresh
+            other = self.old if side is self.new else self.new
+            other.counts = ledger.snapshot()
+            if side.counts is not None:
+                ledger.restore(side.counts)
+            else:
+                ledger.recount(side.graph, gm, only={*self.added, *self.removed, *self.changed})
 
-    def _report(self, changes: Changes, gone: tuple[int, ...], come: tuple[int, ...]) -> None:
+    def _report(self, changes: Changes, gone: tuple[int, ...], come: tuple[int, ...], compute: bool) -> None:
         for node_id in gone:
             changes.remove(node_id)
         for node_id in come:
             changes.add(node_id)
         for node_id in self.changed:
-            changes.compute(node_id)
+            if compute:
+                changes.compute(node_id)
+            else:
+                changes.change(node_id)
         changes.change(*self.touched)
 
     @property
@@ -119,12 +129,16 @@ class SwapModule(Primitive):
         self.old.code = self.new.code = None
 
     def apply(self, state: EditState, changes: Changes) -> None:
+        # Only the first time: the changed nodes' shapes are then computed (and kept in their own
+        # metadata, which no other graph shares), so a redo, like an undo, evaluates nothing.
+        first = self.new.counts is None and not self.redone
         self._install(state, self.new)
-        self._report(changes, self.removed, self.added)
+        self._report(changes, self.removed, self.added, compute=first)
+        self.redone = True
 
     def revert(self, state: EditState, changes: Changes) -> None:
         self._install(state, self.old)
-        self._report(changes, self.added, self.removed)
+        self._report(changes, self.added, self.removed, compute=False)
 
     def summary(self) -> str:
         """``2 added, 1 removed, 3 changed`` (nodes)."""
@@ -332,6 +346,7 @@ def compute_outcome(state: EditState, edit: dict) -> PassOutcome:
     """Run the pass of a ``run_pass`` / ``replace_pattern`` edit on a working copy of ``state.gm``;
     changes nothing of the document, so it may run in a worker thread while the document waits
     (``Document.prepare_edit``)."""
+    attach(state.gm)  # the cost ledger's baseline, if the document has none yet: counted in the worker
     if edit.get("op") == "replace_pattern":
         return _pattern_outcome(state, edit)
     return _pass_outcome(state, edit)

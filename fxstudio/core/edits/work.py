@@ -24,6 +24,7 @@ from fxstudio.core import fx_compat, trust
 
 _CONV_MODULES = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d,
                  torch.nn.ConvTranspose1d, torch.nn.ConvTranspose2d, torch.nn.ConvTranspose3d)
+_WEIGHTED_MODULES = (torch.nn.Linear, torch.nn.Bilinear, *_CONV_MODULES)  # the formulas that read the weight
 
 
 class Shape(tuple):
@@ -87,8 +88,11 @@ def value_nbytes(value: Any) -> int:
     return 0
 
 
-def node_cost(node: torch.fx.Node, gm: torch.nn.Module | None) -> tuple[int, int]:
-    """(bytes of ``node``'s output, its work), from the shape metadata of the node and its inputs."""
+def node_cost(node: torch.fx.Node, gm: torch.nn.Module | None,
+              modules: dict[str, torch.nn.Module] | None = None) -> tuple[int, int]:
+    """(bytes of ``node``'s output, its work), from the shape metadata of the node and its inputs.
+    ``modules``: ``dict(gm.named_modules())`` when the caller counts many nodes (a lookup per node
+    through ``get_submodule`` costs more than the formula)."""
     meta = node.meta.get("tensor_meta")
     nbytes = meta_nbytes(meta)
     if node.op not in ("call_function", "call_method", "call_module"):
@@ -101,7 +105,9 @@ def node_cost(node: torch.fx.Node, gm: torch.nn.Module | None) -> tuple[int, int
     args = torch.fx.node.map_arg(node.args, operand)
     kwargs = torch.fx.node.map_arg(node.kwargs, operand)
     module = None
-    if node.op == "call_module" and gm is not None:
+    if node.op == "call_module" and modules is not None:
+        module = modules.get(str(node.target))
+    elif node.op == "call_module" and gm is not None:
         try:
             module = gm.get_submodule(str(node.target))
         except AttributeError:
@@ -386,8 +392,10 @@ def _module_work(module: Any, args: tuple, kwargs: dict, out: Any) -> int:
     if not isinstance(module, torch.nn.Module):
         return 0
     x = args[0] if args else next(iter(kwargs.values()), None)
-    weight = getattr(module, "weight", None)
-    w = _shape(weight.shape) if isinstance(weight, torch.Tensor) and not _uninitialized(weight) else None
+    w = None
+    if isinstance(module, _WEIGHTED_MODULES):  # (a missing attribute costs a raise in nn.Module.__getattr__)
+        weight = getattr(module, "weight", None)
+        w = _shape(weight.shape) if isinstance(weight, torch.Tensor) and not _uninitialized(weight) else None
     if isinstance(module, torch.nn.Linear):
         return 2 * x.numel * w[0] if _is(x) and _is(w, 2) else 0
     if isinstance(module, torch.nn.Bilinear):
@@ -402,10 +410,14 @@ def _module_work(module: Any, args: tuple, kwargs: dict, out: Any) -> int:
     if not _is(x) or x[-1] == 0:
         return 0
     rows = x.numel // x[-1]
+    recurrent = isinstance(module, (torch.nn.RNNBase, torch.nn.RNNCellBase))
+    attention = isinstance(module, torch.nn.MultiheadAttention) or "Transformer" in type(module).__name__
+    if not (recurrent or attention):
+        return 0
     params = sum(p.numel() for p in module.parameters() if not _uninitialized(p))
-    if isinstance(module, (torch.nn.RNNBase, torch.nn.RNNCellBase)):
+    if recurrent:
         return 2 * rows * params
-    if isinstance(module, torch.nn.MultiheadAttention) or "Transformer" in type(module).__name__:
+    if attention:
         first_batch = bool(getattr(module, "batch_first", False))
         seq = x[1] if first_batch and len(x) >= 3 else x[0]
         return 2 * rows * params + 4 * rows * seq * x[-1]

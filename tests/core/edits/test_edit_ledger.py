@@ -99,6 +99,29 @@ def test_a_pass_is_counted_and_its_undo_too():
     _assert_counted(doc)
 
 
+def test_a_pass_over_3000_nodes_counts_only_what_it_changed_and_undo_redo_evaluate_nothing(tmp_path, monkeypatch):
+    """A pass installs a new graph: its unchanged nodes keep their entries, and undo and redo put
+    back each graph's counts as it was left, with its own (untouched) shape metadata: no node is
+    evaluated again (undo of normalize_args on 3,000 nodes took 1.2 s of fake evaluation)."""
+    from fxstudio.core.edits import work
+    from fxstudio.testing.residual_mlp import write_residual_mlp
+
+    doc = Document(load_model(write_residual_mlp(tmp_path)))
+    edit = {"op": "run_pass", "name": "fxstudio.passes.normalize_args"}
+    prepared = doc.prepare_edit(edit)   # (in the window, a worker: it also counts the baseline)
+    counted: list = []
+    real_cost = work.node_cost
+    monkeypatch.setattr("fxstudio.core.edits.ledger.node_cost", lambda *a: counted.append(a[0]) or real_cost(*a))
+    result = doc.apply_edit(edit, prepared=prepared)
+    assert len(result.changed) >= 2000 and len(counted) <= 2 * len(result.changed) + len(result.added)
+    _assert_counted(doc)
+    for step in (doc.undo, doc.redo, doc.undo):
+        counted.clear()
+        step()
+        assert doc._shapes.evaluated == [] and counted == []
+        _assert_counted(doc)
+
+
 def test_the_results_cache_gives_what_an_evaluation_gives():
     doc = _doc("relu_add.py")
     for _ in range(3):  # the second and third are answered from the cache
