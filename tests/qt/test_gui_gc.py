@@ -105,3 +105,38 @@ def test_workers_start_without_a_full_collection_while_the_collector_runs(qtbot,
     calls.clear()
     workers.start_worker(threading.Thread(target=lambda: None))
     assert calls == [()]
+
+
+def test_old_collections_skip_what_survived_and_a_full_one_frees_cycles_among_it(qtbot, monkeypatch):
+    """The oldest generation is collected without rescanning survivors (frozen after each old
+    collection): garbage made since is still freed; cycles among frozen objects are freed by the
+    every-``FULL_EVERY``-th collection and by ``release_memory`` (a model was replaced)."""
+    from fxstudio.qt import gui_gc
+
+    collector = GuiThreadCollector(interval_ms=60_000)
+    monkeypatch.setattr(gui_gc, "_installed", collector)
+    collector.install()
+    try:
+        old: list = []
+        Probe(old)   # reachable from nothing but itself: garbage, before the first old collection
+        frozen: list = []
+        keep = Probe(frozen)   # alive through the first old collection: frozen with the survivors
+        collector._collect_old()
+        assert old == [True] and gc.get_freeze_count() > 0
+        del keep   # now cyclic garbage among the frozen objects
+        fresh: list = []
+        Probe(fresh)
+        for _ in range(gui_gc.FULL_EVERY - 2):
+            collector._collect_old()
+        assert fresh == [True] and frozen == []   # the new garbage went; the frozen cycle is not scanned
+        collector._collect_old()   # the FULL_EVERY-th: everything scanned
+        assert frozen == [True]
+        again: list = []
+        keep = Probe(again)
+        collector._collect_old()
+        del keep
+        gui_gc.release_memory()
+        assert again == [True] and gc.get_freeze_count() > 0
+    finally:
+        collector.uninstall()
+    assert gc.get_freeze_count() == 0
