@@ -37,6 +37,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     except OSError as exc:
         raise disk_full_error(exc, path) from None
     try:
+        _give_mode(fd, path)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -49,6 +50,27 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _process_umask() -> int:
+    mask = os.umask(0o022)  # (reading the mask means setting it: put it back at once)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _process_umask()
+
+
+def _give_mode(fd: int, path: Path) -> None:
+    """The mode the file would have had from a plain ``open``: the old file's when it is replaced,
+    else 0666 less the umask (``mkstemp`` makes it 0600: a written report or export could not be
+    shared)."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_UMASK
+    if hasattr(os, "fchmod"):
+        os.fchmod(fd, mode)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:

@@ -181,3 +181,22 @@ def test_a_failed_commit_removes_the_new_weights_and_keeps_the_old_pair(tmp_path
         commit_files(staging / "out.py", staging / "w.pt", out, tmp_path / "out.weights.0123456789abcdef.pt")
     assert not (tmp_path / "out.weights.0123456789abcdef.pt").exists()
     assert (out / "keep").read_text() == "old" and (staging / "out.py").read_text() == "new"
+
+
+def test_atomic_writes_give_the_mode_a_plain_write_gives(tmp_path):
+    """A new file gets 0666 less the umask (not mkstemp's 0600: an exported file or a report is
+    shared); a replaced one keeps its mode. Checked in a fresh process with a known umask."""
+    code = textwrap.dedent(f"""
+        import os, stat
+        os.umask(0o022)
+        from fxstudio.core.fileio import atomic_write_text
+        from fxstudio.cli_commands.export import run  # (imports as the CLI does)
+        new = atomic_write_text({str(tmp_path / 'new.py')!r}, "x = 1\\n")
+        old = {str(tmp_path / 'old.py')!r}
+        open(old, "w").close(); os.chmod(old, 0o640)
+        atomic_write_text(old, "y = 2\\n")
+        print(oct(stat.S_IMODE(os.stat(new).st_mode)), oct(stat.S_IMODE(os.stat(old).st_mode)))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0o644", "0o640"]
