@@ -28,6 +28,9 @@ first Run after the open, and a Run after an edit (median). Next to it ``bench/f
 ``OMP_NUM_THREADS=1``. Both idle and while ``os.cpu_count()`` other processes keep every core busy
 (``floor.busy_machine``). Target: Run ≤ 2x the floor. The stall watchdog (``fxstudio.qt.stall_watch``)
 gives the longest time the window did not answer during each Run (target 100 ms).
+
+**Canvas** (issue #28; ``--canvas-only``: this section alone): ``bench/canvas_section.py`` on 10k and
+200k nodes: scene build, time on screen, items made, pan and zoom frames, insert and erase.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ import tempfile
 import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from bench.canvas_section import canvas_section
 
 TARGET_MS = 100.0
 RUN_TARGET_RATIO = 2.0
@@ -173,6 +178,8 @@ def main(argv: list[str]) -> int:
     app = make_app()
     if "--run-only" in argv:
         return 0 if run_section(app, tmp, quick) else 1
+    if "--canvas-only" in argv:
+        return 0 if canvas_section(app, quick) else 1
     doc = _document(n_nodes)
     nodes = list(doc.edited.graph.nodes)
     print(f"graph: {len(nodes)} nodes", flush=True)
@@ -378,6 +385,7 @@ def main(argv: list[str]) -> int:
     win.document.mark_saved()
     win.close()
     failed |= not run_section(app, tmp, quick)
+    failed |= not canvas_section(app, quick)
     return 1 if failed else 0
 
 

@@ -66,6 +66,10 @@ def gui_options(args: argparse.Namespace) -> dict:
 
     parse_concrete_args(args.concrete_args)  # refused here, before a window opens
     options = {"tracer": args.tracer, "input_shapes": args.input_shapes, "trust": bool(args.trust)}
+    if args.device:
+        options["device"] = args.device
+    if args.weights:
+        options["weights"] = args.weights
     for key in ("concrete_args", "leaf_modules", "autowrap_functions"):
         if getattr(args, key):
             options[key] = list(getattr(args, key))

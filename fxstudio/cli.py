@@ -26,6 +26,9 @@ SUBCOMMANDS = {
     "layout": "Compute the canvas layout and print or write it.",
     "pass": "Run one torch.fx pass on a model as one edit; print what changed, save the script, export.",
     "capture": "Run a script with torch.compile recording each captured graph to a .fxcap file.",
+    "diff": "Show two or more graphs side by side, nodes matched by lineage or structure; exit 1 when they differ.",
+    "reduce": "Shrink a divergence or an exception to the smallest subgraph that shows it, as a standalone repro.",
+    "report": "Write one self-contained HTML report: graph, edits, compare table, first divergence, code diff.",
 }
 
 

@@ -83,3 +83,55 @@ def example_inputs():
 """``Net``: 40 identical ``Block``\\s (``blocks.0`` … ``blocks.39``, each Linear → ReLU → ``* 0.5`` →
 ``+ x``; block ``i``'s nodes are ``blocks_i_fc``, ``relu_i``, ``mul_i``, ``add_i``, block 0's
 without the suffix): the repeated-block folds of issue #26. Open it as ``FILE::Net``."""
+
+
+SEEDED_BLOCKS_BODY = """
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.tanh(self.fc(x)) * 0.5 + x
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList(Block() for _ in range(40))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def example_inputs():
+    return (torch.randn(2, 8, generator=torch.Generator().manual_seed(0)),)
+"""
+"""``Net``: 40 ``Block``\\s with seeded weights and inputs (Linear → tanh → ``* 0.5`` → ``+ x``; block ``i``'s
+nodes are ``blocks_i_fc``, ``tanh_i``, ``mul_i``, ``add_i``; 162 nodes in all): every process computes the
+same values, so a changed constant diverges by the same amount (``fxstudio reduce`` tests)."""
+
+
+DEEP_CNN_BODY = """
+class DeepCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.Sequential(*(nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.ReLU()) for _ in range(64)))
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+def get_model():
+    return DeepCNN().eval()
+
+
+def example_inputs():
+    return (torch.randn(1, 4, 6, 6, generator=torch.Generator().manual_seed(1)),)
+"""
+"""``DeepCNN``: 64 seeded Conv2d(4, 4, 3) → ReLU blocks (``blocks.i.0`` / ``blocks.i.1``; traced with
+``--tracer export``, 259 nodes): a deep float network in which a test quantizes one conv."""

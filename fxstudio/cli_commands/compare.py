@@ -20,11 +20,10 @@ from fxstudio.core.errors import FxStudioError, LoadError, RunError
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of ``fxstudio compare``: the model options shared by every command, then these."""
-    from fxstudio.cli_commands.model_args import add_model_arguments
+    from fxstudio.cli_commands.model_args import add_model_arguments, add_tolerance_arguments
 
     add_model_arguments(parser, model_help="the original model file: FILE.py[::Name], FILE.pt2, FILE.pt/.pth")
     parser.add_argument("edited", metavar="EDITED", help="an edit script (.json) or an exported fxstudio .py")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda:N or mps (default: cpu)")
     parser.add_argument("--dtype", default=None, choices=["float32", "float16", "bfloat16"],
                         help="run both models in this dtype (default: as loaded)")
     parser.add_argument("--seed", type=int, default=None,
@@ -34,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(repeat per input; implies random inputs)")
     parser.add_argument("--inputs", default=None, metavar="FILE.pt",
                         help="inputs from a .pt file of tensors (loaded with weights_only=True)")
-    parser.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
-    parser.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance (default 1e-6)")
+    add_tolerance_arguments(parser)
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed runs of each model after the compared one (default: up to 5 within 0.05 s)")
     parser.add_argument("--no-per-node", dest="per_node", action="store_false",
@@ -45,16 +43,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(by default they are computed once: equal by construction)")
     parser.add_argument("--check", action="store_true", help="exit 1 unless every output is within tolerance")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    from fxstudio.cli_commands.node_data import add_node_data_arguments
+
+    add_node_data_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load, replay or load the edited model, compare, print; returns the exit status."""
-    from fxstudio.cli_commands.model_args import check_input_size, load_from_args
+    from fxstudio.cli_commands.model_args import check_input_size, check_tolerances, load_from_args
     from fxstudio.core.compare import compare_models
     from fxstudio.core.compare import load_inputs_file, parse_input_spec, random_inputs, specs_from_inputs
 
-    if not (args.rtol >= 0 and args.atol >= 0):  # also refuses nan
-        raise RunError("--rtol and --atol must be numbers that are not negative.")
+    check_tolerances(args, RunError)
     if args.repeats is not None and args.repeats < 1:
         raise RunError("--repeats must be at least 1.")
     if args.seed is not None and not -(2**63) <= args.seed < 2**64:
@@ -63,7 +63,11 @@ def run(args: argparse.Namespace) -> int:
         specs = [parse_input_spec(s) for s in args.input_spec] if args.input_spec else None
     for spec in specs or ():
         check_input_size(spec.shape, f"--input-spec {spec.text()}")
-    loaded = load_from_args(args)
+    from fxstudio.cli_commands.node_data import check_node_data_arguments, write_node_data
+
+    check_node_data_arguments(args)
+    loaded = load_from_args(args)  # --device meta builds the model there; the runs then use the cpu
+    run_device = "cpu" if args.device in (None, "meta") else args.device
     original, traced, edited, match = _edited(loaded, Path(args.edited), args)
 
     placeholders = [n.name for n in traced.graph.nodes if n.op == "placeholder"]
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if not inputs and placeholders:
         raise RunError("The model has no example inputs: give --input-shape (e.g. 1,3,224,224) or --inputs FILE.pt.")
 
-    report = compare_models(original, traced, edited, inputs, device=args.device, dtype=args.dtype,
+    report = compare_models(original, traced, edited, inputs, device=run_device, dtype=args.dtype,
                             rtol=args.rtol, atol=args.atol, repeats=args.repeats, per_node=args.per_node,
                             match=match, seed=seed, share_unchanged=not args.compare_all)
     how = {"id": "stable id", "name": "name", "structure": "structure"}[match]
@@ -96,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print(report.format_text())
     if report.error is not None:
         raise RunError(report.error.describe())
+    write_node_data(args, report, traced, edited, inputs, match, run_device)
     if args.check and not report.all_close:
         raise RunError("The edited model's outputs are not within tolerance of the original's "
                        f"(rtol {args.rtol:g}, atol {args.atol:g}).")

@@ -1,7 +1,7 @@
 """The model-opening options every subcommand shares (``load_model``'s, docs/CONTRACTS.md "Loading"): add them, then load from them.
 
 ``add_model_arguments(parser)`` adds ``MODEL`` and ``--tracer``, ``--input-shape``, ``--trust``,
-``--concrete-arg``, ``--leaf-module``, ``--autowrap``; ``load_from_args(args)`` calls ``load_model``.
+``--concrete-arg``, ``--leaf-module``, ``--autowrap``, ``--device`` (meta), ``--weights``; ``load_from_args(args)`` calls ``load_model``.
 """
 
 from __future__ import annotations
@@ -82,6 +82,15 @@ def add_loading_arguments(parser: argparse.ArgumentParser) -> None:
         "or a dotted path; repeatable",
     )
     parser.add_argument(
+        "--device", default=None, metavar="DEVICE",
+        help="meta: build a .py model without weights, or open a .pt2's structure only (for models larger than "
+        "memory; run/compare need --weights). compare also takes cpu, cuda:N or mps: the device both models run on",
+    )
+    parser.add_argument(
+        "--weights", default=None, metavar="CKPT",
+        help="with --device meta: a .safetensors checkpoint (or a folder of shards), mapped from disk, not copied",
+    )
+    parser.add_argument(
         "--threads", type=parse_threads, default=None, metavar="N",
         help="torch threads for everything this runs (default: one where the tensors are small, else the "
         "cores other processes leave free; env FXSTUDIO_THREADS)",
@@ -119,8 +128,13 @@ def load_from_args(args: argparse.Namespace) -> LoadedModel:
     """``load_model`` with the options parsed by ``add_model_arguments``."""
     from fxstudio.core.loading import load_model
 
+    device = getattr(args, "device", None)
+    if getattr(args, "command", None) == "compare" and device != "meta":
+        device = None  # compare's --device cuda:0 is where the runs go, not where the model is built
     return load_model(
         args.model,
+        device=device,
+        weights=getattr(args, "weights", None),
         tracer=args.tracer,
         input_shapes=args.input_shapes,
         trust=args.trust,
@@ -128,3 +142,15 @@ def load_from_args(args: argparse.Namespace) -> LoadedModel:
         leaf_modules=tuple(args.leaf_modules),
         autowrap_functions=tuple(args.autowrap_functions),
     )
+
+
+def add_tolerance_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--rtol`` and ``--atol``: when two values count as equal (compare, reduce, report)."""
+    parser.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (default 1e-5)")
+    parser.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance (default 1e-6)")
+
+
+def check_tolerances(args: argparse.Namespace, error: type[FxStudioError] = FxStudioError) -> None:
+    """Refuse a negative (or NaN) ``--rtol``/``--atol`` with one line."""
+    if not (args.rtol >= 0 and args.atol >= 0):  # also refuses nan
+        raise error("--rtol and --atol must be numbers that are not negative.")

@@ -47,6 +47,7 @@ class GraphDiffView(QWidget):
         self._full = False  # the diff itself needs a full pass
         self.live = lambda: False  # True: a listener needs each diff at once (set by the run pane)
         self._pending: set[int] = set()  # node ids of large events, examined on the next turn
+        self._metric: tuple[str, dict, dict] | None = None  # a numeric overlay's column (set_metric)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(DEBOUNCE_MS)
@@ -165,15 +166,28 @@ class GraphDiffView(QWidget):
                     continue
                 target = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", str(node.target))
                 item = QTreeWidgetItem([node.name, node.op, str(target)])
+                if self._metric is not None and kind != "removed":
+                    item.setText(3, self._metric[1].get(node_id, ""))
+                    if node_id in self._metric[2]:
+                        item.setBackground(3, QBrush(self._metric[2][node_id]))
                 item.setData(0, Qt.ItemDataRole.UserRole, node_id if kind != "removed" else None)
                 item.setForeground(0, QBrush(KIND_COLORS[kind]))
                 group.addChild(item)
             group.setExpanded(True)
-        for col in range(3):
+        for col in range(self.tree.columnCount()):
             self.tree.resizeColumnToContents(col)
         self.summary.setText("The edited graph computes what the original does, node for node." if diff.empty else
                              f"{len(diff.changed)} changed, {len(diff.added)} added, {len(diff.removed)} removed "
                              "(click a node to select it)")
+
+    def set_metric(self, title: str | None, texts: dict[int, str] | None = None, colours: dict | None = None) -> None:
+        """A fourth column with a numeric overlay's value per node id (``texts``), its cell in the
+        overlay's colour (``colours``: QColor by node id); ``title`` None removes the column."""
+        self._metric = (title, dict(texts or {}), dict(colours or {})) if title else None
+        self.tree.setColumnCount(4 if title else 3)
+        self.tree.setHeaderLabels(["Node", "Op", "Target"] + ([title] if title else []))
+        if self.diff is not None and not self.dirty:
+            self._redraw()
 
     def _clicked(self, item: QTreeWidgetItem, column: int) -> None:
         node_id = item.data(0, Qt.ItemDataRole.UserRole)

@@ -20,6 +20,7 @@ from fxstudio.qt import canvas_keyboard, menus
 from fxstudio.qt.actions.pass_actions import PassActions
 from fxstudio.qt.actions.structure_actions import StructureActions
 from fxstudio.qt.canvas.overlays import connect_run_pane
+from fxstudio.qt.overlay_choice import OverlayChoice
 from fxstudio.qt.canvas.rewire import warm_fake_checks
 from fxstudio.qt.canvas.view import GraphCanvas
 from fxstudio.qt.doc_subscription import DocumentSubscription
@@ -74,6 +75,8 @@ class MainWindow(WindowCommands, QMainWindow):
         self.passes = PassActions(lambda: self.document, self.selection, self.settings, self, self.prefs.last_dir)
         self.actions = menus.build_actions(self)
         self.menus = menus.build_menus(self, self.actions)
+        self.overlay_choice = OverlayChoice(self.canvas, self.run_pane, self)   # View ▸ Overlay, node data
+        self.overlay_choice.add_to_menu(self.menus["view"])
         menus.add_dock_toggles(self, self.menus["view"], self.docks)
         self.toolbar = menus.build_toolbar(self, self.actions)
         self._connect_views()
@@ -170,13 +173,16 @@ class MainWindow(WindowCommands, QMainWindow):
         self._subscription.follow(doc)
         for view in [self.canvas, *self.views.values()]:
             view.set_document(doc)
+        self.overlay_choice.set_document(doc)
         if doc is not None and spec and self.persist and not _is_builtin(spec):
             self.prefs.add_recent(spec)
         self._follow_journal(spec)
         self.write_journal()
         self.update_chrome()
         if doc is not None:
-            self.statusBar().showMessage(f"Opened {doc.loaded.display_name}", 5000)
+            meta = self.options.get("device") == "meta" and not self.options.get("weights")
+            self.statusBar().showMessage(f"Opened {doc.loaded.display_name}"
+                                         + (" on the meta device (no weights)" if meta else ""), 5000)
             if not doc.read_only:
                 warm_fake_checks()  # the first edit or rewire drag then does not wait for torch's import
         self.document_changed.emit(doc)
@@ -271,8 +277,8 @@ class MainWindow(WindowCommands, QMainWindow):
             a["redo"].setText(f"&Redo {doc.history[doc.history_index]}")
         else:
             a["redo"].setText("&Redo")
-        for key in ("save", "save_as", "export", "replay", "find", "find_next", "fit",
-                    "fit_all", "zoom_in", "zoom_out", "zoom_reset"):
+        for key in ("save", "save_as", "export", "report", "replay", "find", "find_next", "fit",
+                    "fit_all", "zoom_in", "zoom_out", "zoom_reset", "diff_with", "diff_original"):
             a[key].setEnabled(has)
         self.structure.update_enabled()
         self.passes.update_enabled()

@@ -10,6 +10,8 @@ from PySide6.QtWidgets import QMainWindow, QMenu, QToolBar
 
 from fxstudio.qt.canvas.view import ZOOM_STEP
 from fxstudio.qt.canvas.repeat_fold import set_fold_repeats
+from fxstudio.qt.actions.report_action import ReportAction
+from fxstudio.qt.diff import DiffActions
 from fxstudio.qt.shortcuts_dialog import show_shortcuts
 from fxstudio.resources import EXAMPLES_DIR
 
@@ -79,6 +81,10 @@ def build_actions(w) -> dict[str, QAction]:
     _connect_minimap(w, a["minimap"])
     _connect_fold_weights(w, a["fold_weights"])
     _connect_fold_repeats(w, a["fold_repeats"])
+    w.report_action = ReportAction(w)  # File ▸ Save Report… (built off the GUI thread)
+    a["report"] = w.report_action.action
+    w.diff_actions = DiffActions(w)  # File ▸ Diff With… / Diff Against Original (qt/diff)
+    a["diff_with"], a["diff_original"] = w.diff_actions.with_file, w.diff_actions.against_original
     return a
 
 
@@ -133,8 +139,11 @@ def build_menus(w, actions: dict[str, QAction]) -> dict[str, QMenu]:
     menus["examples"] = file.addMenu("E&xamples")
     _fill_examples(w, menus["examples"])
     file.addSeparator()
-    for key in ("save", "save_as", "replay", "export"):
+    for key in ("save", "save_as", "replay", "export", "report"):
         file.addAction(actions[key])
+    file.addSeparator()
+    file.addAction(actions["diff_with"])
+    file.addAction(actions["diff_original"])
     file.addSeparator()
     file.addAction(actions["quit"])
     edit = bar.addMenu("&Edit")

@@ -15,7 +15,7 @@ from typing import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox,
+    QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMessageBox,
     QPlainTextEdit, QPushButton, QVBoxLayout, QWidget,
 )
 
@@ -93,6 +93,17 @@ def _refusal(reason: str, path: Path) -> str:
     text = reason.splitlines()[0] if reason else ""
     text = text.removeprefix(f"{path}: ")
     return text.split("; fxstudio does not run code", 1)[0].rstrip(".") + "."
+
+
+def offer_meta_device(parent: QWidget, path: Path, reason: str) -> bool:
+    """Offer to build a model too large for memory on the meta device; True for Yes (the default)."""
+    buttons = QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No
+    answer = QMessageBox.question(
+        parent, "Build on the meta device?",
+        f"{reason}\n\nYes: build it on the meta device (no weights): the graph, its shapes and edits work, "
+        "running needs a checkpoint (Open with Options > Weights).\nNo: build it with its weights anyway.",
+        buttons, QMessageBox.StandardButton.Yes)
+    return answer == QMessageBox.StandardButton.Yes
 
 
 def ask_input_shapes(parent: QWidget, path: Path, reason: str) -> list[tuple[int, ...]] | None:
@@ -189,7 +200,7 @@ def _join_shapes(shapes) -> str:
 
 class OpenOptionsDialog(QDialog):
     """Ask for a model file and how to load it: the window's form of ``--tracer``, ``--concrete-arg``,
-    ``--leaf-module``, ``--autowrap`` and ``--input-shape``.
+    ``--leaf-module``, ``--autowrap``, ``--input-shape``, ``--device meta`` and ``--weights``.
 
     OK checks every field with the CLI's own parsers; a bad one keeps the dialog open and says why
     in ``error`` (and focuses that field).
@@ -235,13 +246,23 @@ class OpenOptionsDialog(QDialog):
         self.shapes = QLineEdit(_join_shapes(options.get("input_shapes")), self)
         self.shapes.setObjectName("optionsInputShapes")
         self.shapes.setPlaceholderText("when the file gives no example inputs, e.g. 1,3,224,224; 1,10")
+        self.meta = QCheckBox("Build on the meta device (no weights)", self)
+        self.meta.setObjectName("optionsMetaDevice")
+        self.meta.setToolTip("For models larger than memory (.py files): the graph and its shapes without "
+                             "allocating any weight, as --device meta")
+        self.meta.setChecked(options.get("device") == "meta")
+        self.weights = QLineEdit(options.get("weights") or "", self)
+        self.weights.setObjectName("optionsWeights")
+        self.weights.setPlaceholderText("optional: a .safetensors checkpoint (or folder of shards) to map in")
+        self.weights.setEnabled(self.meta.isChecked())
+        self.meta.toggled.connect(self.weights.setEnabled)
         self.error = QLabel("", self)
         self.error.setObjectName("optionsError")
         self.error.setWordWrap(True)
         self.error.setStyleSheet("color: #c62828")
         self.error.hide()
         intro = QLabel("How to load the model: the same choices as the command line's --tracer, "
-                       "--concrete-arg, --leaf-module, --autowrap and --input-shape.", self)
+                       "--concrete-arg, --leaf-module, --autowrap, --input-shape, --device meta and --weights.", self)
         intro.setWordWrap(True)
         model_label = QLabel("&Model", self)
         model_label.setBuddy(self.model)  # a row holding a layout gets no buddy of its own
@@ -252,6 +273,8 @@ class OpenOptionsDialog(QDialog):
         form.addRow("&Leaf modules", self.leaves)
         form.addRow("&Autowrap", self.autowrap)
         form.addRow("&Input shapes", self.shapes)
+        form.addRow("", self.meta)
+        form.addRow("&Weights", self.weights)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel, self)
         self.open_button = buttons.button(QDialogButtonBox.StandardButton.Open)
         self.open_button.setObjectName("optionsOpen")
@@ -324,5 +347,9 @@ class OpenOptionsDialog(QDialog):
             options["concrete_args"] = concrete
         if shapes:
             options["input_shapes"] = shapes
+        if self.meta.isChecked():
+            options["device"] = "meta"
+            if self.weights.text().strip():
+                options["weights"] = self.weights.text().strip()
         self._options = options
         return None

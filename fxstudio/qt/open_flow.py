@@ -63,6 +63,15 @@ def load_options(options: dict[str, Any] | None, *, as_data: bool = False) -> di
         out["input_shapes"] = [(list if as_data else tuple)(s) for s in options["input_shapes"]]
     if options.get("trust"):
         out["trust"] = True
+    device = options.get("device")
+    if device not in (None, "", "cpu", "meta"):
+        raise LoadError(f"open option device must be meta or cpu, not {device!r}.")
+    if device == "meta":
+        out["device"] = "meta"
+    if options.get("weights"):
+        if not isinstance(options["weights"], str):
+            raise LoadError("open option weights must be the path of a .safetensors checkpoint.")
+        out["weights"] = options["weights"]
     if options.get("concrete_args"):
         texts = _texts(options["concrete_args"], "concrete_args")
         out["concrete_args"] = texts if as_data else parse_concrete_args(texts)
@@ -128,6 +137,11 @@ def load_document(spec: str, options: dict[str, Any] | None, edits: list[dict] |
     kwargs = load_options(options)
     if ctx is not None and not edits:
         kwargs["on_structure"] = lambda preview: ctx.partial(structure_document(preview), wait=STRUCTURE_WAIT_S)
+    if ctx is not None and not (options or {}).get("device") and spec.partition("::")[0].endswith(".py") \
+            and not is_example(Path(spec.partition("::")[0])):
+        # the entry is first built on the meta device to count its parameters (the file runs once);
+        # TooLargeForMemory: the window offers --device meta (_retry_with_trust)
+        kwargs["check_memory"] = True
     loaded = load_model(spec, **kwargs)
     if ctx is not None:
         ctx.check()
@@ -360,7 +374,10 @@ class OpenFlow(QObject):
         needs_trust = (isinstance(exc, LoadError) and not options.get("trust") and not sync
                        and (pickle_trust or archive_trust))
         needs_inputs = _needs_shapes(exc) and not sync
-        if needs_inputs:
+        if getattr(exc, "needed", None) is not None and not sync:  # TooLargeForMemory
+            meta = open_dialogs.offer_meta_device(self.window, path, str(exc))
+            trusted = {**options, "device": "meta" if meta else "cpu"}
+        elif needs_inputs:
             shapes = open_dialogs.ask_input_shapes(self.window, path, str(exc))
             if not shapes:
                 return False

@@ -38,6 +38,7 @@ from fxstudio.qt.run_inputs_editor import InputsEditor
 from fxstudio.qt.run_layout import PlotsArea, fit_tables
 from fxstudio.qt.run_nodes_table import STATUS_TEXT, NodesTable, number_text as _num, style_table
 from fxstudio.qt.run_plots import RunPlots
+from fxstudio.qt.run_reduce import ReduceRow
 from fxstudio.qt.selection import SelectionModel
 from fxstudio.qt import stall_watch, workers
 from fxstudio.qt.workers import start_worker
@@ -248,6 +249,8 @@ class RunPane(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
+        self.reduce_row = ReduceRow(self)  # beside the first divergence: shrink it to a repro
+        layout.addWidget(self.reduce_row)
         layout.addWidget(splitter, 1)
         self._update_enabled()
 
@@ -266,6 +269,7 @@ class RunPane(QWidget):
         self.metrics.setRowCount(0)
         self.nodes_table.setRowCount(0)
         self.diff_view.set_document(doc)
+        self.reduce_row.offer(None)
         self._subscription.follow(doc)
         self._warm_kernel()
         if doc is not None:
@@ -422,6 +426,7 @@ class RunPane(QWidget):
         self.report = report
         self.stale = False
         self.status.setText(self._summary(report))
+        self.reduce_row.offer(report)
         if self._changed_during_run:
             self._mark_stale()
         self._fill_metrics(report)

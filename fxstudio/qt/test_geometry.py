@@ -198,10 +198,11 @@ class GeometryReporter(QObject):
             return [g.x(), g.y()]
 
         out = {}
-        cards = list(scene.cards.items())
-        if len(cards) > ALL_CARDS_UP_TO:  # the scene's index finds the items in view
-            in_view = set(scene.items(canvas.mapToScene(visible).boundingRect()))
-            cards = [(name, card) for name, card in cards if card in in_view]
+        if len(scene.cards) > ALL_CARDS_UP_TO:  # the scene's index finds the cards in view (made as asked)
+            names = scene.index.cards_in(canvas.mapToScene(visible).boundingRect())
+        else:
+            names = list(scene.cards)
+        cards = [(name, scene.cards[name]) for name in names]
         for name, card in cards[:CARD_LIMIT]:
             w, h = card.size()  # the card's body, without the halo its bounding rect leaves for painting
             body = QRectF(card.pos(), QSizeF(w, h))

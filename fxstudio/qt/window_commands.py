@@ -8,11 +8,11 @@ from html import escape
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from fxstudio.core.errors import FxStudioError
 from fxstudio.qt.open_flow import OPEN_FILTER
-from fxstudio.qt.workers import BackgroundTask
+from fxstudio.qt.workers import BackgroundTask, task_progress_dialog
 
 SCRIPT_FILTER = "fxstudio edit scripts (*.json);;All files (*)"
 EXPORT_FILTERS = ("Python file (*.py)", "PyTorch ExportedProgram (*.pt2)")
@@ -158,13 +158,7 @@ class WindowCommands:
 
         task = BackgroundTask(work, name="export", parent=self)
         doing = "Exporting and verifying" if verify else "Exporting (without verification)"
-        progress = QProgressDialog(f"{doing} {path.name}…", "Cancel", 0, 100, self)
-        progress.setObjectName("exportProgress")
-        progress.setWindowModality(Qt.WindowModality.WindowModal)
-        progress.setMinimumDuration(400)
-        progress.canceled.connect(task.cancel)
-        task.progress.connect(progress.setLabelText)
-        task.fraction.connect(progress.setValue)
+        progress = task_progress_dialog(task, self, f"{doing} {path.name}…", "exportProgress")
 
         def finish():
             progress.reset()

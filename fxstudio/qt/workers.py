@@ -190,3 +190,32 @@ class BackgroundTask(QObject):
             return True
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+
+def task_progress_dialog(task: "BackgroundTask", parent, text: str, name: str):
+    """A window-modal progress dialog (0-100, shown after 400 ms) that follows ``task``'s progress
+    text and fraction and cancels it: the export, report and similar long actions of the window."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QProgressDialog
+
+    progress = QProgressDialog(text, "Cancel", 0, 100, parent)
+    progress.setObjectName(name)
+    progress.setWindowModality(Qt.WindowModality.WindowModal)
+    progress.setMinimumDuration(400)
+    progress.canceled.connect(task.cancel)
+    task.progress.connect(progress.setLabelText)
+    task.fraction.connect(progress.setValue)
+    return progress
+
+
+def window_action(window, text: str, name: str, tip: str, slot: Callable[[], Any]):
+    """A ``QAction`` of ``window`` named ``name`` (tests find it by name) with ``tip`` as its status
+    tip and tooltip, calling ``slot()`` when triggered."""
+    from PySide6.QtGui import QAction
+
+    action = QAction(text, window)
+    action.setObjectName(name)
+    action.setStatusTip(tip)
+    action.setToolTip(tip)
+    action.triggered.connect(lambda _checked=False: slot())
+    return action

@@ -100,7 +100,7 @@ def specs_from_inputs(inputs: tuple[Any, ...]) -> list[InputSpec]:
                 "replace tensor inputs. Use the example inputs or a .pt file instead."
             )
         name = dtype_name(value.dtype)
-        if value.is_floating_point() or value.dtype == torch.bool or value.numel() == 0:
+        if value.is_floating_point() or value.dtype == torch.bool or value.numel() == 0 or value.is_meta:
             specs.append(InputSpec(tuple(value.shape), name))
         else:
             low = min(0, int(value.min()))

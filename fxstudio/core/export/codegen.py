@@ -24,6 +24,7 @@ import torch.fx
 from fxstudio.core import fx_compat
 from fxstudio.core.code_names import check_identifier, check_node_code_names, is_identifier
 from fxstudio.core.errors import ExportError
+from fxstudio.core.export.meta_weights import MATERIALIZE_CALL, MATERIALIZE_HELPER, built_on_meta, holds_meta, meta_devices_to_cpu
 from fxstudio.core.export.init_body import ATTACH_HELPER, TIE_HELPER, InitBody, init_body
 from fxstudio.core.export.module_writer import OriginalEntry
 from fxstudio.core.export.modules import ImportNamer, literal, quoted
@@ -196,6 +197,8 @@ def stored_inputs(inputs: tuple) -> tuple | None:
     a plain value or a tuple/list/dict of those (``torch.load(weights_only=True)`` reads no other)."""
     def copy(value: Any) -> Any:
         if isinstance(value, torch.Tensor):
+            if value.device.type == "meta":  # no values to store: the file makes random ones
+                raise TypeError("meta tensor")
             return value.detach().cpu().clone()
         if type(value) in (tuple, list):
             return type(value)(copy(v) for v in value)
@@ -225,6 +228,8 @@ def generate_file(
 ) -> GeneratedFile:
     """Generate the exported file for ``gm`` (see the module docstring)."""
     classes: dict = {}
+    if built_on_meta(gm):
+        gm = meta_devices_to_cpu(gm)
     graph = plain_graph(gm, classes)
     check_graph_names(graph)  # before torch.fx writes any of them into code
     code = graph.python_code(root_module="self")
@@ -277,7 +282,8 @@ def generate_file(
     init_lines, weights, tied = body.lines, body.state_weights(), body.tied
     helpers = [helper for helper, used in ((ATTACH_HELPER, body.uses("_attach") or nested.needs_attach),
                                            (RESTORE_HELPER, body.uses("_restore") or nested.needs_restore),
-                                           (TIE_HELPER, bool(tied))) if used]
+                                           (TIE_HELPER, bool(tied)),
+                                           (MATERIALIZE_HELPER, holds_meta(weights))) if used]
     module_level += [line for line in nested.module_level if line not in module_level]
     wrapped += [name for name in nested.wrapped if name not in wrapped]
     train_lines = [f"    model.get_submodule({quoted(path)}).train({flag})" for path, flag in _train_flags(gm, body)]
@@ -352,6 +358,8 @@ def generate_file(
             f"    model = {class_name}()",
             "    state = torch.load(Path(__file__).with_name(WEIGHTS_FILE), map_location=\"cpu\", weights_only=True)",
             "    model.load_state_dict(state, assign=True)"]
+    if holds_meta(weights):
+        out.append(MATERIALIZE_CALL)
     if tied:
         out.append("    # One tensor under several names in the source model: tie them again.")
         out.extend(f"    _tie(model, {quoted(name)}, {quoted(same_as)})" for name, same_as in tied)

@@ -17,6 +17,7 @@ from torch import nn
 from fxstudio.core.errors import LoadError
 from fxstudio.core.metadata import annotate
 from fxstudio.core.loading.inputs import inputs_from_shapes
+from fxstudio.core.loading.meta_device import build_on_meta, check_entry_fits, finish_meta_build, pt2_structure_only
 from fxstudio.core.model import LoadedModel
 from fxstudio.core.loading.pickle_loader import load_pickled_module
 from fxstudio.core.loading.pt2_loader import load_exported_program, program_example_inputs
@@ -45,12 +46,21 @@ def load_model(
     leaf_modules: Sequence[str] = (),
     autowrap_functions: Sequence = (),
     on_structure: Callable[[LoadedModel], None] | None = None,
+    device: str | None = None,
+    weights: str | Path | None = None,
+    check_memory: bool = False,
 ) -> LoadedModel:
     """Open a model file, trace it with ``tracer`` and annotate every node; ``LoadError``/``TraceError`` otherwise.
 
     ``on_structure`` (``.pt2`` without ``trust`` only): called, on the loading thread, with a view-only
     ``LoadedModel`` of the program's graph as soon as the archive's JSON is checked (same node names
     as the result; weights are ``meta`` tensors), while the weights and the program are still read.
+
+    ``device="meta"`` builds a ``.py`` file's model without weights (``meta_device``); with ``weights``
+    (a ``.safetensors`` file or a folder of shards) they are then mapped from that checkpoint. A
+    ``.pt2`` on ``meta`` opens its structure and shapes without reading its weight records.
+    ``check_memory`` (a ``.py`` built on the cpu): before the model is built, its entry is built on
+    the meta device to count its parameters; ``TooLargeForMemory`` when they do not fit in memory.
     """
     if tracer not in (None, "fx", "export"):
         raise LoadError(f"unknown tracer '{tracer}': use fx or export.")
@@ -69,21 +79,44 @@ def load_model(
     if name and kind not in ("py", "capture"):
         raise LoadError(f"{spec}: '::{name}' selects an entry in a .py file (or a graph of a .fxcap) only.")
     path = path.resolve()
+    meta = _check_device(device, weights, kind)
     if kind == "capture":
         from fxstudio.core.loading.capture_loader import load_capture
 
         return load_capture(path, name, input_shapes)
     options = dict(concrete_args=concrete_args, leaf_modules=leaf_modules, autowrap_functions=autowrap_functions)
     if kind == "py":
-        return _load_py(path, name, tracer, input_shapes, **options)
+        return _load_py(path, name, tracer, input_shapes, meta=meta, weights=weights, check_memory=check_memory,
+                        **options)
+    if kind == "pt2" and meta:
+        return pt2_structure_only(path, trust)
     if kind == "pt2":
         return _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust, on_structure)
     return _load_pickle(path, tracer, input_shapes, trust, **options)
 
 
-def _load_py(path, name, tracer, input_shapes, **options) -> LoadedModel:
-    user_module = run_model_file(path)
-    module, entry = resolve_entry(user_module, path, name)
+def _check_device(device: str | None, weights, kind: str) -> bool:
+    """True for ``device="meta"``; ``LoadError`` for a device or ``weights`` that do not apply."""
+    if device not in (None, "cpu", "meta"):
+        raise LoadError(f"--device {device}: a model is built on the cpu, or on meta (no weights); "
+                        "runs choose their device with compare --device.")
+    if device == "meta" and kind not in ("py", "pt2"):
+        raise LoadError("--device meta opens a .py model file (or a .pt2's structure) without weights; "
+                        "this file already holds its graph and weights.")
+    if weights is not None and (device != "meta" or kind != "py"):
+        raise LoadError("--weights maps a checkpoint into a .py model built with --device meta; add --device meta.")
+    return device == "meta"
+
+
+def _load_py(path, name, tracer, input_shapes, *, meta=False, weights=None, check_memory=False,
+             **options) -> LoadedModel:
+    if meta:
+        user_module, module, entry = build_on_meta(path, name, keep_buffers=weights is not None)
+    else:
+        user_module = run_model_file(path)
+        if check_memory:
+            check_entry_fits(user_module, path, name)
+        module, entry = resolve_entry(user_module, path, name)
     notes: list[str] = []
     if input_shapes:
         inputs = inputs_from_shapes(input_shapes)
@@ -95,6 +128,8 @@ def _load_py(path, name, tracer, input_shapes, **options) -> LoadedModel:
             raise _missing_inputs(path, module, "define example_inputs() (returning a tuple) or EXAMPLE_INPUTS in the file, or ")
         if inputs is None:  # issue #15 defect 5: fx traces without inputs; the shapes stay unknown
             notes.append(shapes_unknown_note(module, "define example_inputs() in the file or "))
+    if meta:
+        inputs = finish_meta_build(module, inputs, weights, notes)
     loaded = _trace(path, "py", module, inputs, tracer or "fx", entry, user_module, notes, **options)
     from fxstudio.core.export import restore_exported_names  # round trip of fxstudio exports
 

@@ -175,6 +175,7 @@ class NodeCard(QGraphicsItem):
         self.drag_state = ""
         self.tint: QColor | None = None   # divergence tint of the body (overlays.py), None: white
         self.score: float | None = None   # the tolerance score behind the tint (for the tooltip)
+        self.metric_line = ""     # a numeric overlay's value, e.g. "time: 1.2 ms" (overlays.py)
         self.diff_kind = ""       # "added" / "changed" since the original graph: an outline
         self.diff_color: QColor | None = None
         self.row_marks: dict[int, str] = {}   # folded weight id -> "match" / "current" (search)
@@ -227,6 +228,8 @@ class NodeCard(QGraphicsItem):
         if self.score is not None:
             verdict = "equal" if self.score == 0 else "within tolerance" if self.score <= 1 else "diverged"
             lines.append(f"last run: error/tolerance {self.score:.3g} ({verdict})")
+        if self.metric_line:
+            lines.append(self.metric_line)
         return "\n".join(lines)
 
     def set_overlay(self, tint: QColor | None, score: float | None, diff_kind: str,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 
 from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.realize import realize_view
 
 MIN_SCALE, MAX_SCALE = 0.003, 4.0
 ZOOM_STEP = 1.25
@@ -56,6 +57,7 @@ class CanvasNavigation:
     def _sync_lod(self) -> None:
         """Use the recorded overview when cards would be plain boxes anyway (fast at 100k nodes)."""
         self.canvas_scene.set_overview(self.zoom() < st.LOD_PLAIN)
+        realize_view(self)   # the cards and edges in view (made as they come in sight)
 
     def fit_readable(self) -> None:
         """Fit the graph's width (its widest layer with every frame around it) in the view, at a
@@ -174,7 +176,7 @@ class CanvasNavigation:
             return
         centre = self.mapToScene(self.viewport().rect().center())
         scene = self.canvas_scene
-        near = min(scene.cards.values(), default=None,   # the card nearest the centre stays put
+        near = min(scene.live_cards.values(), default=None,   # the card nearest the centre stays put
                    key=lambda c: (c.x() + c.size()[0] / 2 - centre.x()) ** 2 + (c.y() - centre.y()) ** 2)
         before = QPointF(near.x(), near.y()) if near is not None else None
         name = near.info.name if near is not None else None

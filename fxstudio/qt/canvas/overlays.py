@@ -15,6 +15,9 @@ are repainted. Zoomed out, ``OverviewOverlay`` (a child of the scene's overview 
 and hides with it) fills tinted cards in their colour and rings edited ones with a minimum
 on-screen size, a few draw calls in all.
 
+``set_metric_overlay(tints, lines, frame_lines)`` shows a numeric overlay (time, SQNR, node data…:
+``fxstudio/qt/overlay_choice.py``) in place of the divergence tints, by node id like them.
+
 ``connect_run_pane(canvas, run_pane)`` wires a ``RunPane``'s ``report_ready`` and
 ``diff_changed`` signals to a canvas.
 """
@@ -26,10 +29,11 @@ import html
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (
-    QCheckBox, QFrame, QGraphicsItem, QGridLayout, QLabel, QStyleOptionGraphicsItem, QWidget,
+    QCheckBox, QFrame, QGraphicsItem, QLabel, QStyleOptionGraphicsItem, QWidget,
 )
 
 from fxstudio.qt.canvas import style as st
+from fxstudio.qt.canvas.overlay_scale import legend_grid
 from fxstudio.qt.divergence_colors import CLOSE, DIVERGED_HIGH, DIVERGED_LOW, diff_color, divergence_color
 
 DIFF_KINDS = ("changed", "added")   # the kinds that have a card in the edited graph
@@ -138,15 +142,7 @@ class OverlayLegend(QFrame):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.setObjectName("canvasOverlayLegend")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setAutoFillBackground(True)
-        self.setStyleSheet("#canvasOverlayLegend { background: #ffffff; border: 1px solid #b4bfcc;"
-                           " border-radius: 5px; } QLabel, QCheckBox { font-size: 9pt; }")
-        grid = QGridLayout(self)
-        grid.setContentsMargins(7, 4, 7, 4)
-        grid.setHorizontalSpacing(6)
-        grid.setVerticalSpacing(2)
+        grid = legend_grid(self, "canvasOverlayLegend", "QLabel, QCheckBox")
         # The counts are since the original (all edits), as the Run dock's Changes tab lists them;
         # a pass's status message counts what that one pass did and says so.
         self.changes_box = QCheckBox("Since original", self)
@@ -220,6 +216,11 @@ class CanvasOverlays:
         self._divergence_on = True
         self._changes_on = True
         self._minimap_tints: dict[str, QColor] = {}   # what the minimap thumbnail was painted with
+        # A numeric overlay (qt/overlay_choice.py, canvas/overlay_scale.py) shown instead of the divergence: colours, tooltip
+        # lines by node id and tooltip lines by module path; None: the divergence is shown.
+        self._metric_tints: dict[int, QColor] | None = None
+        self._metric_lines: dict[int, str] = {}
+        self._frame_lines: dict[str, str] = {}
         self.overview_overlay = OverviewOverlay(self.canvas_scene.overview)
         self.legend = OverlayLegend(self)
         self.legend.changes_toggled.connect(self.show_changes)
@@ -234,6 +235,23 @@ class CanvasOverlays:
         self.repeats.follow(self)   # a block that diverges now is not folded (repeat_fold.py)
         self._apply_overlays(old.keys() | self._scores.keys(), rings=False)
         self._update_legend()
+
+    def set_metric_overlay(self, tints: dict[int, QColor] | None, lines: dict[int, str] | None = None,
+                           frame_lines: dict[str, str] | None = None) -> None:
+        """Colour the cards (and the minimap) by a numeric overlay instead of the divergence:
+        ``tints`` by node id, ``lines`` a tooltip line per node, ``frame_lines`` one per module frame
+        (its total). None goes back to the divergence. Cards drawn later get it too."""
+        old = set(self._metric_tints or {}) | set(self._metric_lines) | set(self._scores)
+        self._metric_tints = dict(tints) if tints is not None else None
+        self._metric_lines = dict(lines or {}) if tints is not None else {}
+        self._frame_lines = dict(frame_lines or {}) if tints is not None else {}
+        self._apply_overlays(old | set(self._metric_tints or {}) | set(self._metric_lines), rings=False)
+        self._apply_frame_lines()
+        self._update_legend()
+
+    def metric_overlay(self) -> dict[int, QColor] | None:
+        """The numeric overlay's colours by node id (a copy), or None while the divergence is shown."""
+        return None if self._metric_tints is None else dict(self._metric_tints)
 
     def set_divergence_report(self, report) -> None:
         """``set_divergence(report.divergence_by_id)``; None clears (a slot for ``report_ready``)."""
@@ -287,7 +305,9 @@ class CanvasOverlays:
     def clear_overlays(self) -> None:
         """Forget the divergence and the diff (the document changed)."""
         self._scores, self._tints, self._diff, self._diff_kinds = {}, {}, None, {}
-        for card in self.canvas_scene.cards.values():
+        self._metric_tints, self._metric_lines, self._frame_lines = None, {}, {}
+        for card in self.canvas_scene.live_cards.values():   # cards made later start plain
+            card.metric_line = ""
             card.set_overlay(None, None, "", None)
         self._sync_overview()
         self._update_legend()
@@ -296,27 +316,58 @@ class CanvasOverlays:
     def _apply_overlays(self, ids=None, *, tints: bool = True, rings: bool = True) -> None:
         """Bring the cards of ``ids`` (None: every card, after a relayout) up to date; only
         cards whose overlay changes repaint. ``tints``/``rings``: which the overview must redo."""
-        by_id = self.canvas_scene.by_id
-        colours = self._tints if self._divergence_on else {}
+        scene = self.canvas_scene
+        # Only made cards: one made later gets its overlay then (``realize.decorate_card``).
+        cards = (scene.live_cards.values() if ids is None
+                 else [c for i in ids if (c := scene.live_cards.get(scene.by_id.name_of(i))) is not None])
+        self._overlay_cards(cards)
+        if ids is None:
+            self._apply_frame_lines()
+        self._sync_overview(tints, rings)
+
+    def _overlay_cards(self, cards) -> None:
+        """Give ``cards`` the tint, ring and metric line their nodes have now."""
+        colours = self._shown_tints()
         kinds = self._diff_kinds if self._changes_on else {}
-        scores = self._scores if self._divergence_on else {}
-        cards = by_id.values() if ids is None else [by_id[i] for i in ids if i in by_id]
+        scores = self._scores if self._divergence_on and self._metric_tints is None else {}
+        lines = self._metric_lines
         for card in cards:
             nid = card.info.node_id
             kind = kinds.get(nid, "")
-            if not kind and card.diff_color is None and card.score is None and nid not in scores:
+            line = lines.get(nid, "")
+            if line != getattr(card, "metric_line", ""):
+                card.metric_line = line
+                card.setToolTip(card.default_tooltip())
+            if (not kind and card.diff_color is None and card.score is None and nid not in scores
+                    and card.tint is None and nid not in colours):
                 continue
             card.set_overlay(colours.get(nid), scores.get(nid), kind, diff_color(kind) if kind else None)
-        self._sync_overview(tints, rings)
+
+    def _shown_tints(self) -> dict[int, QColor]:
+        """The card colours shown: the numeric overlay's, else the divergence's (when on)."""
+        if self._metric_tints is not None:
+            return self._metric_tints
+        return self._tints if self._divergence_on else {}
+
+    def _apply_frame_lines(self) -> None:
+        """Module frames' tooltips: their path and class, then the numeric overlay's total."""
+        for path, frame in self.canvas_scene.live_frames.items():   # frames made later: ``frame_line``
+            self.frame_line(path, frame)
+
+    def frame_line(self, path: str, frame) -> None:
+        """One module frame's tooltip (the scene's ``frame_made`` hook too)."""
+        group = getattr(frame, "group", None)
+        label = getattr(group, "label", path)
+        line = self._frame_lines.get(path)
+        frame.setToolTip(f"{label}\n{line}" if line else label)
 
     def _sync_overview(self, tints: bool = True, rings: bool = True) -> None:
-        by_id = self.canvas_scene.by_id
+        name_of = self.canvas_scene.by_id.name_of
         named_tints = named_rings = None
         if tints:
-            named_tints = ({by_id[i].info.name: c for i, c in self._tints.items() if i in by_id}
-                           if self._divergence_on else {})
+            named_tints = {n: c for i, c in self._shown_tints().items() if (n := name_of(i)) is not None}
         if rings:
-            named_rings = ({by_id[i].info.name: diff_color(k) for i, k in self._diff_kinds.items() if i in by_id}
+            named_rings = ({n: diff_color(k) for i, k in self._diff_kinds.items() if (n := name_of(i)) is not None}
                            if self._changes_on else {})
         self.overview_overlay.set_overlays(named_tints, named_rings)
         if named_tints is not None and named_tints != self._minimap_tints:
@@ -334,7 +385,8 @@ class CanvasOverlays:
             if diff.removed and doc is not None:
                 names = doc.original_names_by_id()
                 removed = sorted(names.get(i, str(i)) for i in diff.removed)
-        self.legend.show_state(counts, removed or [], self._scores or None)
+        shown = self._scores if self._metric_tints is None else None   # a numeric overlay has its own legend
+        self.legend.show_state(counts, removed or [], shown or None)
         self._place_legend()
 
     def _place_legend(self) -> None:

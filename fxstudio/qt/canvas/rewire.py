@@ -89,7 +89,7 @@ class RewireDrag:
         self.port = card.info.ports[port_index]
         self.user: torch.fx.Node = document.find(card.info.name)
         self.blocked = downstream(self.user)
-        self.blocked |= {c.info.name for c in scene.cards.values() if c.info.op == "output"}
+        self.blocked |= {n.name for n in self.user.graph.nodes if n.op == "output"}
         self.band = RubberBand(card.port_pos(port_index))
         scene.addItem(self.band)
         self.hover: NodeCard | None = None
@@ -98,14 +98,18 @@ class RewireDrag:
         self._fits: dict[tuple, Fit] = {}     # by the source's shape (node_checks.fit_key)
         self._misfits: set[str] = set()       # legal cards whose shape torch rejects here: amber
         self._decided: set[str] = set()       # cards whose fit was told (or cannot be)
-        for name, c in scene.cards.items():
-            c.drag_state = "" if name in self.blocked else "legal"
-            c.update()
+        for c in scene.live_cards.values():   # a card made during the drag: ``decorate``
+            self.decorate(c)
         self._timer = QTimer()   # tells the fits of the cards in view a few at a time, the drag going on
         self._timer.setSingleShot(True)
         self._timer.setInterval(0)
         self._timer.timeout.connect(self._tick)
         self._kick()
+
+    def decorate(self, card: NodeCard) -> None:
+        """Give ``card`` its feedback at rest: legal (green), misfit (amber, once told) or none."""
+        card.drag_state = self._rest_state(card.info.name)
+        card.update()
 
     def fit(self, src_name: str) -> Fit:
         """Whether ``src_name``'s shape fits the dragged input, by torch's fake-tensor check (cached
@@ -123,7 +127,7 @@ class RewireDrag:
         """The cards the canvas shows now (all of them when it cannot tell)."""
         views = self.scene.views()
         if not views:
-            return list(self.scene.cards.values())
+            return list(self.scene.live_cards.values())
         view = views[0]
         rect = view.mapToScene(view.viewport().rect()).boundingRect()
         return [i for i in self.scene.items(rect) if isinstance(i, NodeCard)]
@@ -247,7 +251,7 @@ class RewireDrag:
         self._timer.stop()
         if self.band.scene() is not None:
             self.scene.removeItem(self.band)
-        for c in self.scene.cards.values():
+        for c in self.scene.live_cards.values():
             if c.drag_state:
                 c.drag_state = ""
                 c.update()

@@ -1,12 +1,15 @@
 """The canvas scene: items built from a layout of the document's edited graph, kept in sync by events.
 
 The scene never edits the graph. A ``DocumentEvent`` triggers an incremental layout (``previous=``
-the current one, so untouched cards stay where they were) and a diff of the items: cards, edges and
-frames are moved, updated, added or removed, never rebuilt wholesale.
+the current one, so untouched cards stay where they were) and a diff of the items made so far:
+cards and edges are made only where the view looks (``realize``, ``scene_index.py``), and moved,
+updated or removed, never rebuilt wholesale.
 """
 
 from __future__ import annotations
 
+import time
+from types import SimpleNamespace
 from typing import Callable
 
 import torch.fx
@@ -14,57 +17,27 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
-from fxstudio.core.card_text import card_target_line, constants_text, module_caption, single_card_paths
-from fxstudio.core.layout import Layout, ancestors, routes_into
-from fxstudio.core.node_text import META_MODULE_PATH, card_target_text, edge_label, rejection_text, shape_text
+from fxstudio.core.card_text import card_lines, module_caption, single_card_paths
+from fxstudio.core.gc_pause import collections_off
+from fxstudio.core.layout import Layout, ancestors
+from fxstudio.core.node_text import META_MODULE_PATH, card_target_text, edge_label
 from fxstudio.qt.canvas import style as st
-from fxstudio.qt.canvas.card_rows import WeightRow, weight_rows
+from fxstudio.qt.canvas.card_facts import card_info, folded_hosts, input_ports
+from fxstudio.qt.canvas.card_rows import port_offsets, weight_rows
 from fxstudio.qt.canvas.edge_item import EdgeItem
-from fxstudio.qt.canvas.frame_titles import TitleGrid
 from fxstudio.qt.canvas.items import CardInfo, GroupCard, GroupFrame, NodeCard, PortSpec
 from fxstudio.qt.canvas.overview import OverviewItem, bounds
-
-
-def input_ports(node: torch.fx.Node) -> list[PortSpec]:
-    """One port per node-valued input: positional args by index, keywords by name, list elements by path."""
-    ports: list[PortSpec] = []
-
-    def walk(key, value, path):
-        if isinstance(value, torch.fx.Node):
-            ports.append(PortSpec(key, value.name, path))
-        elif isinstance(value, (list, tuple)):
-            for i, v in enumerate(value):
-                walk(key, v, path + (i,))
-        elif isinstance(value, dict):
-            for v in value.values():
-                if isinstance(v, torch.fx.Node):   # dict entries are not addressable by a path; show them
-                    ports.append(PortSpec(key, v.name, ()))
-
-    for i, a in enumerate(node.args):
-        walk(i, a, ())
-    for k, v in node.kwargs.items():
-        walk(k, v, ())
-    return ports
-
-
-def card_info(node: torch.fx.Node, node_id: int, gm: torch.nn.Module | None = None,
-              rows: tuple[WeightRow, ...] = (), caption: str = "") -> CardInfo:
-    """Everything a card shows about ``node``; ``rows``: the weights folded into it (``card_rows``);
-    ``caption``: its module when no frame shows it (``card_text.module_caption``)."""
-    return CardInfo(node.name, node_id, node.op, card_target_text(node, gm), shape_text(node), input_ports(node),
-                    constants_text(node), not node.users and node.op != "output", rows, rejection_text(node),
-                    card_target_line(node, gm), caption)
-
-
-def folded_hosts(layout: Layout | None) -> dict[str, tuple[str, ...]]:
-    """Host name → the weights folded into its card, as the layout left them out (``fold_weights``)."""
-    inputs = layout.inputs if layout is not None else None
-    hosts = inputs[1].hosts if inputs is not None else None
-    return hosts or {}
+from fxstudio.qt.canvas.scene_index import LazyIds, SceneIndex, lazy_cards, lazy_edges, lazy_frames
 
 
 class CanvasScene(QGraphicsScene):
-    """The items of one graph's layout; ``show_graph`` builds or updates them from a new layout.
+    """The items of one graph's layout; ``show_graph`` shows a new layout, updating the items made.
+
+    Items are made only where they are looked at: ``realize(rect)`` makes the cards and edges that
+    meet a rectangle (the view asks for what it shows plus a margin), and ``cards[name]``,
+    ``by_id[node_id]`` and ``edges[key]`` make the one asked for (``scene_index.py``). Whatever
+    decorates a card (selection, overlays, search marks, rewire feedback) is applied to each new
+    one by ``card_made`` (the view sets it). ``live_cards`` / ``live_edges``: the items made.
 
     Two levels: the detailed items (cards, edges, frames, each painting itself) and the overview
     (one item drawing everything in a few calls) for views zoomed out below ``style.LOD_PLAIN``;
@@ -72,6 +45,7 @@ class CanvasScene(QGraphicsScene):
     so the BSP index hands the view only those in sight."""
 
     layout_changed = Signal()
+    LIVE_CAP = 6000   # more made items than this: those far from the view are dropped (``realize``)
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
@@ -79,30 +53,36 @@ class CanvasScene(QGraphicsScene):
         self.setBackgroundBrush(QColor(st.CANVAS_BACKGROUND))
         self.layout: Layout | None = None
         self.graph_module: torch.fx.GraphModule | None = None
-        self.cards: dict[str, NodeCard] = {}
-        self.edges: dict[tuple, EdgeItem] = {}
-        self.frames: dict[str, GroupFrame] = {}
-        self._titles: TitleGrid | None = None  # frame_titles_near's grid, built on first use
+        self.index = SceneIndex()
+        self.node_table: dict[str, torch.fx.Node] = {}   # the shown graph's nodes by name
+        self.id_of: Callable[[torch.fx.Node], int] | None = None
+        self.live_cards: dict[str, NodeCard] = {}
+        self.live_edges: dict[tuple, EdgeItem] = {}
+        self.cards = lazy_cards(self)
+        self.edges = lazy_edges(self)
+        self.by_id = LazyIds(self)
+        self.card_made: Callable[[NodeCard], None] | None = None
+        self.live_frames: dict[str, GroupFrame] = {}
+        self.frames = lazy_frames(self)
+        self.frame_made: Callable[[str, GroupFrame], None] | None = None
         self.group_cards: dict[str, GroupCard] = {}
-        self.by_id: dict[int, NodeCard] = {}
         self.bounds = (0.0, 0.0, 0.0, 0.0)   # of the current layout
+        self._covered = QRectF()   # the rectangle whose items are all made (``realize``)
         self._overview_on = False
         # What the last ``show_graph`` did: items created, moved/resized or re-texted, removed
         # (per kind), and whether it was an incremental update. Tests and the bench read it.
         self.last_update: dict = {}
         self._touched_cards: set[str] = set()   # cards added/moved/re-texted/removed by the last update
-        self._ops: dict[str, str] = {}
-        self._label_of: dict[str, tuple] = {}   # source name -> key of the edge item showing its shape
         self._hosts: dict[str, tuple[str, ...]] = {}   # folded weights by host card (``folded_hosts``)
         self._single: set[str] = set()   # module paths holding one card (``card_text.single_card_paths``)
-        self._row_cards: dict[int, NodeCard] | None = {}   # folded weight id -> its host's card (None: stale)
+        self._row_hosts: dict[int, str] | None = {}   # folded weight id -> its host's name (None: stale)
         self.overview = OverviewItem()
         self.overview.setVisible(False)
         self.addItem(self.overview)
 
     @property
     def touched_cards(self) -> set[str]:
-        """Names of the cards the last update added, moved, re-texted or removed."""
+        """Names of the made cards the last update added, moved, re-texted or removed."""
         return self._touched_cards
 
     def set_overview(self, on: bool) -> None:
@@ -110,7 +90,7 @@ class CanvasScene(QGraphicsScene):
         if self._overview_on != on:
             self._overview_on = on
             self.overview.setVisible(on)
-            for d in (self.cards, self.edges, self.frames, self.group_cards):
+            for d in (self.live_cards, self.live_edges, self.live_frames, self.group_cards):
                 for item in d.values():
                     item.setVisible(not on)
 
@@ -123,47 +103,135 @@ class CanvasScene(QGraphicsScene):
             item.setVisible(False)
         self.addItem(item)
 
+    def ops(self) -> dict[str, str]:
+        """Each card's op kind by node name (what the minimap and the overview colour by; kept
+        until the next ``show_graph``)."""
+        index = self.index
+        if index.ops is None:
+            nodes = self.node_table
+            index.ops = {name: nodes[name].op for name in index.names}
+        return index.ops
+
+    # -- making items where they are looked at ---------------------------------------------------
+    def make_card(self, name: str) -> NodeCard:
+        """Make the card of node ``name`` (which has none yet) at its layout box."""
+        box = self.layout.nodes[name]
+        card = NodeCard(self.info_of(self.node_table[name], self.id_of), box)
+        self._add(card)
+        self.live_cards[name] = card
+        if self.card_made is not None:
+            self.card_made(card)
+        return card
+
+    def make_frame(self, path: str) -> GroupFrame:
+        """Make the module frame of group ``path`` (which has none yet)."""
+        item = GroupFrame(self.layout.groups[path])
+        self._add(item)
+        self.live_frames[path] = item
+        if self.frame_made is not None:
+            self.frame_made(path, item)
+        return item
+
+    def make_edge(self, key: tuple) -> EdgeItem:
+        """Make the edge item of ``key`` (which has none yet) along its route."""
+        route = self.layout.edges[self.index.edge_pos[key]]
+        src = self.node_table.get(route.src)
+        label = edge_label(src) if src is not None and self.index.label_key.get(route.src) == key else ""
+        item = EdgeItem(route, self._port_route(route, key[3]), label)
+        item.source_points = route.points
+        self._add(item)
+        self.live_edges[key] = item
+        return item
+
+    def covers(self, rect: QRectF) -> bool:
+        """True when every item meeting ``rect`` is made."""
+        return self._covered.contains(rect)
+
+    def realize(self, rect: QRectF, keep: QRectF | None = None, budget_s: float | None = None) -> bool:
+        """Make the cards and edges meeting ``rect`` that are not made yet; False when ``budget_s``
+        ran out first (call again). With more than ``LIVE_CAP`` items made, those outside ``keep``
+        (default ``rect``) and not selected are dropped again."""
+        if self.layout is None:
+            return True
+        deadline = None if budget_s is None else time.perf_counter() + budget_s
+        index = self.index
+        for keys, live, make in ((index.frames_in(rect), self.live_frames, self.make_frame),
+                                 (index.cards_in(rect), self.live_cards, self.make_card),
+                                 (index.edges_in(rect), self.live_edges, self.make_edge)):
+            for i, key in enumerate(keys):
+                if key not in live:
+                    make(key)
+                    if deadline is not None and i % 16 == 0 and time.perf_counter() > deadline:
+                        return False
+        self._covered = QRectF(rect)
+        if len(self.live_cards) + len(self.live_edges) > self.LIVE_CAP:
+            self._drop_outside(keep if keep is not None else rect)
+        return True
+
+    def _drop_outside(self, keep: QRectF) -> None:
+        """Remove the made items that do not meet ``keep`` (selected and rewire-marked cards stay)."""
+        near = set(self.index.cards_in(keep))
+        for name in [n for n, c in self.live_cards.items() if n not in near and not (c.selected or c.drag_state)]:
+            self.removeItem(self.live_cards.pop(name))
+        near_e = set(self.index.edges_in(keep))
+        for key in [k for k in self.live_edges if k not in near_e]:
+            self.removeItem(self.live_edges.pop(key))
+        near_f = set(self.index.frames_in(keep))
+        for path in [p for p in self.live_frames if p not in near_f]:
+            self.removeItem(self.live_frames.pop(path))
+
     # -- building -----------------------------------------------------------------------------
     def show_graph(self, gm: torch.fx.GraphModule, layout: Layout, id_of: Callable[[torch.fx.Node], int],
                    refresh: set[str] | None = None, nodes: dict[str, torch.fx.Node] | None = None) -> None:
-        """Show ``layout`` of ``gm``'s graph: cards are matched by node name and updated in place.
+        """Show ``layout`` of ``gm``'s graph: made cards are matched by node name and updated in place.
 
         ``refresh``: names of the nodes whose content may have changed (None: all of them); other
-        existing cards only move. ``nodes``: those nodes by name; with them, a layout that only
-        rerouted some edges of the one shown (``Layout.delta``) redraws just those edges and cards."""
+        made cards only move. A layout that only rerouted some edges of the one shown
+        (``Layout.delta``) keeps every card's place (``last_update["geometry"]`` is False).
+        ``nodes`` (the refreshed nodes by name) is accepted as before; the scene reads ``gm``."""
+        with collections_off():   # the index allocates a few objects per node: no full collections meanwhile
+            self._show_graph(gm, layout, id_of, refresh)
+        self.layout_changed.emit()
+
+    def _show_graph(self, gm, layout: Layout, id_of, refresh: set[str] | None) -> None:
         base = self.layout
-        if (refresh is not None and layout.delta is not None and base is not None
-                and layout.delta[0] == base.serial and nodes is not None):
-            if self._apply_delta(gm, layout, id_of, refresh, nodes):
-                return
+        rerouted = (refresh is not None and layout.delta is not None and base is not None
+                    and layout.delta[0] == base.serial)
         self.graph_module = gm
         self.layout = layout
+        self.id_of = id_of
         self.last_update = dict.fromkeys(
             ("cards_added", "cards_moved", "cards_retexted", "cards_removed", "groups_added", "groups_moved",
              "groups_removed", "edges_added", "edges_rerouted", "edges_removed"), 0)
         self.last_update["incremental"] = refresh is not None
+        if rerouted:
+            self.last_update["geometry"] = False   # no card or frame moved: the minimap stays as it is
         refresh = self._rows_refresh(layout, refresh)
-        nodes = {n.name: n for n in gm.graph.nodes}
+        table = self.node_table = {n.name: n for n in gm.graph.nodes}
         single = self._single
         if refresh is None or base is None or base.nodes.keys() != layout.nodes.keys():   # cards came or went
-            single = single_card_paths(nodes[n].meta.get(META_MODULE_PATH) or "" for n in layout.nodes if n in nodes)
-        refresh = _captions_refresh(base, layout, nodes, refresh, self._single ^ single)
+            single = single_card_paths(table[n].meta.get(META_MODULE_PATH) or "" for n in layout.nodes if n in table)
+        refresh = _captions_refresh(base, layout, table, refresh, self._single ^ single)
         self._single = single
-        self._sync_cards(nodes, layout, id_of, refresh)
-        self._sync_groups(layout)
-        self._sync_edges(nodes, layout, refresh)
-        x0, y0, x1, y1 = self.bounds = bounds(layout)
-        self._ops = {name: c.info.op for name, c in self.cards.items()}
-        self.overview.set_layout(layout, self._ops, self.bounds)
-        m = 200.0
-        self.setSceneRect(QRectF(x0 - m, y0 - m, (x1 - x0) + 2 * m, (y1 - y0) + 2 * m))
-        self.layout_changed.emit()
+        self.index = SceneIndex(layout, table, [] if rerouted else _framed(gm, layout),
+                                cards_of=self.index if rerouted else None)
+        self.by_id.reset()
+        self._covered = QRectF()
+        self._sync_cards(table, layout, id_of, refresh)
+        if not rerouted:
+            self._sync_groups(layout)
+        self._sync_edges(table, layout, refresh)
+        if not rerouted:
+            x0, y0, x1, y1 = self.bounds = bounds(layout)
+            m = 200.0
+            self.setSceneRect(QRectF(x0 - m, y0 - m, (x1 - x0) + 2 * m, (y1 - y0) + 2 * m))
+        self.overview.set_layout(layout, self.ops(), self.bounds)
 
     def _rows_refresh(self, layout: Layout, refresh: set[str] | None) -> set[str] | None:
         """``refresh`` plus the hosts whose folded weights changed since the shown layout."""
         old, new = self._hosts, folded_hosts(layout)
         self._hosts = new
-        self._row_cards = None
+        self._row_hosts = None
         if refresh is None or old is new or old == new:
             return refresh
         return set(refresh) | {h for h in old.keys() | new.keys() if old.get(h) != new.get(h)}
@@ -175,154 +243,101 @@ class CanvasScene(QGraphicsScene):
         caption = module_caption(node, self.layout.groups, self._single) if self.layout is not None else ""
         return card_info(node, id_of(node), self.graph_module, rows, caption)
 
+    def row_host(self, node_id: int) -> str | None:
+        """The name of the card showing the folded weight ``node_id`` as a row, or None."""
+        if self._row_hosts is None:
+            table, id_of = self.node_table, self.id_of
+            self._row_hosts = {id_of(table[w]): host for host, ws in self._hosts.items()
+                               if host in self.index.pos for w in ws if w in table}
+        return self._row_hosts.get(node_id)
+
     def row_card(self, node_id: int) -> NodeCard | None:
         """The card showing the folded weight ``node_id`` as a row, or None."""
-        if self._row_cards is None:
-            self._row_cards = {r.node_id: card for host in self._hosts
-                               if (card := self.cards.get(host)) is not None for r in card.info.rows}
-        return self._row_cards.get(node_id)
-
-    def _apply_delta(self, gm, layout: Layout, id_of, refresh: set[str], nodes: dict[str, torch.fx.Node]) -> bool:
-        """Show a layout that differs from the shown one only in the input routes of ``layout.delta``'s
-        nodes (``layout_reroute``): every card and frame stays; those routes, the cards in
-        ``refresh`` and the shape labels of the edges' sources are redone. False (nothing done)
-        when a node it needs is not in ``nodes``."""
-        base, index = self.layout, layout.lanes[0] if layout.lanes is not None else None
-        dsts = layout.delta[1]
-        if index is None or base.lanes is None or not dsts <= nodes.keys() or not dsts <= self.cards.keys():
-            return False
-        old_routes = [r for d in dsts for r in _slice(base.edges, routes_into(base, index[d]))]
-        routes = [r for d in sorted(dsts, key=index.get) for r in _slice(layout.edges, routes_into(layout, index[d]))]
-        sources = {r.src for r in old_routes} | {r.src for r in routes}
-        if not sources <= nodes.keys():
-            return False
-        self.graph_module = gm
-        self.layout = layout
-        refresh = self._rows_refresh(layout, refresh)
-        stats = self.last_update = dict.fromkeys(
-            ("cards_added", "cards_moved", "cards_retexted", "cards_removed", "groups_added", "groups_moved",
-             "groups_removed", "edges_added", "edges_rerouted", "edges_removed"), 0)
-        stats["incremental"] = True
-        stats["geometry"] = False   # no card or frame moved: the minimap stays as it is
-        touched = self._touched_cards = set()
-        for name in refresh:
-            card, node = self.cards.get(name), nodes.get(name)
-            if card is None or node is None:
-                continue
-            info = self.info_of(node, id_of)
-            if card.info != info:
-                card.set_info(info)
-                stats["cards_retexted"] += 1
-                touched.add(name)
-        edges = self.edges
-        for k in _keys(old_routes):
-            item = edges.pop(k, None)
-            if item is not None:
-                self.removeItem(item)
-                stats["edges_removed"] += 1
-        # One shape label per source, on its first route in layout order (as ``_sync_edges`` puts it):
-        # that route feeds the source's first user in graph order.
-        first: dict[str, tuple | None] = {}
-        for name in sources:
-            users = [index[u.name] for u in nodes[name].users if u.name in index]
-            block = _slice(layout.edges, routes_into(layout, min(users))) if users else []
-            first[name] = next(((r.src, r.dst, r.key, 0) for r in block if r.src == name), None)
-        labels = {name: edge_label(nodes[name]) for name in sources}
-        for route, k in zip(routes, _keys(routes)):
-            item = EdgeItem(route, self._port_route(route, k[3]), labels[route.src] if first[route.src] == k else "")
-            box = layout.nodes[route.dst]
-            item.source_points = route.points
-            item.anchor = (box.x, box.y, box.w, box.h, id(self.cards[route.dst].info))
-            self._add(item)
-            edges[k] = item
-            stats["edges_added"] += 1
-        for name in sources:
-            old, new = self._label_of.get(name), first[name]
-            if old != new and old in edges and edges[old].label:
-                edges[old].set_label("")
-            label = labels[name] if new is not None else ""
-            if new in edges and edges[new].label != label:
-                edges[new].set_label(label)
-            if label:
-                self._label_of[name] = new
-            else:
-                self._label_of.pop(name, None)
-        # The zoomed-out overview draws every route: it follows the new ones (prepared when next painted).
-        for name in touched:
-            self._ops[name] = self.cards[name].info.op
-        self.overview.set_layout(layout, self._ops, self.bounds)
-        self.layout_changed.emit()
-        return True
+        host = self.row_host(node_id)
+        return self.cards[host] if host is not None else None
 
     def clear_graph(self) -> None:
         """Remove every item (no document open)."""
-        for d in (self.cards, self.edges, self.frames, self.group_cards):
+        for d in (self.live_cards, self.live_edges, self.live_frames, self.group_cards):
             for item in d.values():
                 self.removeItem(item)
             d.clear()
-        self.by_id.clear()
-        self._label_of = {}
-        self._hosts, self._row_cards, self._single = {}, {}, set()
+        self._hosts, self._row_hosts, self._single = {}, {}, set()
         self.overview.set_layout(Layout(), {})
         self.layout = None
         self.graph_module = None
+        self.node_table = {}
+        self.index = SceneIndex()
+        self.by_id.reset()
+        self._covered = QRectF()
         self.setSceneRect(QRectF(0, 0, 1, 1))
         self.layout_changed.emit()
 
+    def search_entries(self) -> list:
+        """What a search matches, in layout order: each card's info (a made card's) or its name, op
+        and target, followed by its folded weights' rows as ``(host name, row)``."""
+        live, table, gm = self.live_cards, self.node_table, self.graph_module
+        out: list = []
+        for name in self.index.names:
+            card = live.get(name)
+            if card is not None:
+                out.append(card.info)
+                out.extend((name, r) for r in card.info.rows)
+            else:
+                node = table[name]
+                out.append(SimpleNamespace(name=name, op=node.op, target=card_target_text(node, gm)))
+                folded = self._hosts.get(name)
+                if folded:
+                    out.extend((name, r) for r in weight_rows(node, folded, self.id_of))
+        return out
+
+    def former_ports(self, node_id: int) -> list[PortSpec]:
+        """The inputs the shown card of ``node_id`` has (made or not): what fed it before an edit."""
+        name = self.by_id.name_of(node_id)
+        card = self.live_cards.get(name) if name is not None else None
+        if card is not None:
+            return card.info.ports
+        return [PortSpec(key, src) for src, key in self.index.inputs_of(name)] if name is not None else []
+
+    def ids_in(self, rect: QRectF) -> list[int]:
+        """Ids of the nodes whose cards meet ``rect``, in layout order."""
+        table, id_of = self.node_table, self.id_of
+        return [id_of(table[n]) for n in self.index.cards_in(rect)]
+
     def _sync_cards(self, nodes, layout: Layout, id_of, refresh) -> None:
-        # Each card remembers the box it was last placed at (``box_key``), so an unchanged card
-        # costs a tuple comparison and no call into Qt.
-        old = self.cards
-        keep = {}
+        # Only made cards are updated (the rest are made from the new layout when looked at). Each
+        # card remembers the box it was last placed at (``box_key``): an unchanged card costs a
+        # tuple comparison and no call into Qt.
+        live = self.live_cards
         stats = self.last_update
         touched = self._touched_cards = set()
-        ids_changed = False
-        for name, box in layout.nodes.items():
-            if name not in nodes:
-                continue
-            card = old.get(name)
-            key = (box.x, box.y, box.w, box.h)
-            if card is None:
-                node = nodes[name]
-                card = NodeCard(self.info_of(node, id_of), box)
-                card.box_key = key
-                self._add(card)
-                stats["cards_added"] += 1
-                touched.add(name)
-                ids_changed = True
-            else:
-                if refresh is None or name in refresh:
-                    node = nodes[name]
-                    info = self.info_of(node, id_of)
-                    if card.info != info:
-                        ids_changed |= info.node_id != card.info.node_id
-                        card.set_info(info)
-                        stats["cards_retexted"] += 1
-                        touched.add(name)
-                if card.box_key != key:
-                    if (box.x, box.y) != (card.x(), card.y()) or (box.w, box.h) != card.size():
-                        card.set_box(box)
-                        stats["cards_moved"] += 1
-                        touched.add(name)
-                    card.box_key = key
-            keep[name] = card
-        if len(keep) != len(old) or stats["cards_added"]:
-            for name in old.keys() - keep.keys():
-                self.removeItem(old[name])
+        boxes = layout.nodes
+        for name, card in list(live.items()):
+            box = boxes.get(name)
+            if box is None or name not in nodes:
+                self.removeItem(live.pop(name))
                 stats["cards_removed"] += 1
                 touched.add(name)
-                ids_changed = True
-        self.cards = keep
-        if ids_changed or len(self.by_id) != len(keep):
-            self.by_id = {c.info.node_id: c for c in keep.values()}
+                continue
+            if refresh is None or name in refresh:
+                info = self.info_of(nodes[name], id_of)
+                if card.info != info:
+                    card.set_info(info)
+                    stats["cards_retexted"] += 1
+                    touched.add(name)
+            key = (box.x, box.y, box.w, box.h)
+            if card.box_key != key:
+                if (box.x, box.y) != (card.x(), card.y()) or (box.w, box.h) != card.size():
+                    card.set_box(box)
+                    stats["cards_moved"] += 1
+                    touched.add(name)
+                card.box_key = key
 
     def _sync_groups(self, layout: Layout) -> None:
-        frames, gcards = {}, {}
+        # Collapsed modules' cards are few: all made. Module frames are made where looked at
+        # (``realize``); those made follow their group or go.
+        gcards = {}
         stats = self.last_update
-        # A frame around the calls of one leaf submodule only repeats what its cards say.
-        called = {str(n.target) for n in self.graph_module.graph.nodes if n.op == "call_module"}
-        parents = {p.rsplit(".", 1)[0] for p in layout.groups if "." in p}
-        leaves = called - parents
         for path, g in layout.groups.items():
             if g.collapsed:
                 item = self.group_cards.pop(path, None)
@@ -334,101 +349,77 @@ class CanvasScene(QGraphicsScene):
                     item.set_group(g)
                     stats["groups_moved"] += 1
                 gcards[path] = item
-            elif path not in leaves:
-                item = self.frames.pop(path, None)
-                if item is None:
-                    item = GroupFrame(g)
-                    self._add(item)
-                    stats["groups_added"] += 1
-                elif item.group is not g and item.group != g:
-                    item.set_group(g)
-                    stats["groups_moved"] += 1
-                frames[path] = item
-        for item in list(self.frames.values()) + list(self.group_cards.values()):
+        for item in self.group_cards.values():
             self.removeItem(item)
             stats["groups_removed"] += 1
-        self.frames, self.group_cards = frames, gcards
-        self._titles = None
+        self.group_cards = gcards
+        framed = self.index.frame_pos
+        for path, item in list(self.live_frames.items()):
+            g = layout.groups.get(path)
+            if path not in framed or g is None:
+                self.removeItem(self.live_frames.pop(path))
+                stats["groups_removed"] += 1
+            elif item.group is not g and item.group != g:
+                item.set_group(g)
+                stats["groups_moved"] += 1
 
     def frame_titles_near(self, rect: QRectF) -> list[QRectF]:
         """The title bands of the module frames that meet ``rect``: where an edge's shape label
-        should not go (a grid built on first use after the frames changed)."""
-        if self._titles is None:
-            self._titles = TitleGrid(QRectF(f.group.x, f.group.y, f.group.w, st.FRAME_LABEL_H)
-                                     for f in self.frames.values())
-        return self._titles.meeting(rect)
+        should not go (from the layout: frames made or not)."""
+        return self.index.titles_meeting(rect, st.FRAME_LABEL_H)
 
     def _sync_edges(self, nodes, layout: Layout, refresh) -> None:
-        # Updated in place: an unchanged edge costs a key, a lookup and a route comparison.
-        edges = self.edges
-        seen: dict[tuple, int] = {}
-        labelled: set[str] = set()
-        label_of = self._label_of = {}
-        cards = self.cards
-        boxes = layout.nodes
+        # Made edges are updated in place: an unchanged one costs a lookup and a route comparison.
+        live = self.live_edges
+        index = self.index
         stats = self.last_update
         touched = self._touched_cards
-        found = 0
-        for route in layout.edges:
-            base = (route.src, route.dst, route.key)
-            n = seen.get(base, 0)
-            seen[base] = n + 1
-            k = base + (n,)
-            item = edges.get(k)
-            if item is not None:
-                found += 1
-                if (refresh is not None and route.src not in refresh and route.dst not in touched
-                        and item.source_points == route.points):
-                    # Same route into the same (unmoved, unchanged) card, same source: nothing to redo.
-                    item.route = route
-                    if item.label:
-                        labelled.add(route.src)
-                        label_of[route.src] = k
-                    continue
-            card = cards.get(route.dst)
-            # The card sits at its layout box (``_sync_cards``).
-            if card is not None:
-                box = boxes[route.dst]
-                anchor = (box.x, box.y, box.w, box.h, id(card.info))
-            else:
-                anchor = None
-            points = self._port_route(route, n)
-            src = nodes.get(route.src)
-            # One shape label per source: its other out-edges carry the same tensor.
-            label = edge_label(src) if src is not None and route.src not in labelled else ""
-            if label:
-                labelled.add(route.src)
-                label_of[route.src] = k
-            if item is None or item.label != label:
-                if item is not None:
-                    self.removeItem(item)
-                    stats["edges_removed"] += 1
-                item = EdgeItem(route, points, label)
-                self._add(item)
-                stats["edges_added"] += 1
-            else:
-                item.route = route
-                if tuple(points) != item.points:
-                    item.set_points(points)
-                    stats["edges_rerouted"] += 1
-            item.source_points, item.anchor = route.points, anchor
-            edges[k] = item
-        if found < len(edges) - stats["edges_added"] + stats["edges_removed"]:
-            # Some previous edges have no route any more.
-            for k in [k for k in edges if seen.get(k[:3], 0) <= k[3]]:
-                self.removeItem(edges.pop(k))
+        routes = layout.edges
+        for k, item in list(live.items()):
+            i = index.edge_pos.get(k)
+            if i is None:
+                self.removeItem(live.pop(k))
                 stats["edges_removed"] += 1
+                continue
+            route = routes[i]
+            labelled = index.label_key.get(route.src) == k
+            if (refresh is not None and route.src not in refresh and route.dst not in touched
+                    and (route.dst in self.live_cards or route.dst not in refresh)
+                    and item.source_points == route.points and labelled == bool(item.label)):
+                # Same route into the same (unmoved, unchanged) card, same source: nothing to redo.
+                item.route = route
+                continue
+            src = nodes.get(route.src)
+            label = edge_label(src) if src is not None and labelled else ""
+            if item.label != label:
+                self.removeItem(live.pop(k))
+                stats["edges_removed"] += 1
+                self.make_edge(k)
+                stats["edges_added"] += 1
+                continue
+            item.route = route
+            points = self._port_route(route, k[3])
+            if tuple(points) != item.points:
+                item.set_points(points)
+                stats["edges_rerouted"] += 1
+            item.source_points = route.points
 
     def _port_route(self, route, occurrence: int) -> list[tuple[float, float]]:
         """The route with its end moved onto the matching input port of the card it feeds."""
         pts = list(route.points)
-        card = self.cards.get(route.dst)
-        if card is None or len(pts) < 2:
+        card = self.live_cards.get(route.dst)
+        node = self.node_table.get(route.dst) if card is None else None
+        box = self.layout.nodes.get(route.dst) if node is not None else None
+        if (card is None and box is None) or len(pts) < 2:
             return pts
-        matches = [i for i, p in enumerate(card.info.ports) if p.src == route.src and p.key == route.key]
+        info = card.info if card is not None else self.info_of(node, self.id_of)
+        matches = [i for i, p in enumerate(info.ports) if p.src == route.src and p.key == route.key]
         if not matches:
             return pts
-        port = card.port_pos(matches[min(occurrence, len(matches) - 1)])
+        i = matches[min(occurrence, len(matches) - 1)]
+        # A card not made (the edge's far end) is not made for this: its port from its layout box.
+        port = card.port_pos(i) if card is not None else QPointF(box.x, box.y) + port_offsets(
+            info.ports, info.rows, box.w, box.h)[i]
         end = pts[-1]
         if abs(end[0] - port.x()) > 0.5:
             prev = pts[-2]
@@ -445,12 +436,16 @@ class CanvasScene(QGraphicsScene):
     def update_in_place(self, nodes: list[torch.fx.Node], id_of) -> bool:
         """Refresh the cards of ``nodes`` without a relayout, if their wiring is what the cards show.
 
-        Returns False (and changes nothing) when a node has no card, was renamed, or its inputs
+        Returns False (and changes nothing) when a node has no made card, was renamed, or its inputs
         differ from its ports: then the caller relays out."""
         infos = []
         for node in nodes:
-            card = self.cards.get(node.name)
-            if card is None or card.info.node_id != id_of(node):
+            card = self.live_cards.get(node.name)
+            if card is None:   # not made: compared with what the layout drew it from
+                if node.name not in self.index.pos or not self._drawn_alike(node):
+                    return False
+                continue
+            if card.info.node_id != id_of(node):
                 return False
             info = self.info_of(node, id_of)
             if info.ports != card.info.ports or info.rows != card.info.rows or _lines(info) != _lines(card.info):
@@ -461,10 +456,32 @@ class CanvasScene(QGraphicsScene):
                 card.set_info(info)
         # The shape an edge carries may have changed with its source (only labelled edges show it).
         labels = {n.name: edge_label(n) for n in nodes}
-        for (src, _, _, _), edge in self.edges.items():
+        for (src, _, _, _), edge in self.live_edges.items():
             if src in labels and edge.label and edge.label != labels[src]:
                 edge.set_label(labels[src])
         return True
+
+    def _drawn_alike(self, node: torch.fx.Node) -> bool:
+        """Whether a card made for ``node`` now would fit the layout's box and edges: the same
+        inputs (the edges into it), folded weights and number of lines (``card_text.card_lines``,
+        as the layout counted them)."""
+        name, layout = node.name, self.layout
+        inputs, lanes = layout.inputs, layout.lanes
+        if inputs is None or lanes is None or inputs[0]:
+            return False
+        arrays, i = inputs[1], lanes[0].get(name)
+        lines = getattr(arrays, "lines", None)
+        if i is None or lines is None or i >= len(arrays.names) or arrays.names[i] != name:
+            return False
+        if card_lines(node) != lines[i]:
+            return False
+        folded = self._hosts.get(name, ())
+        rows = weight_rows(node, folded, self.id_of) if folded else ()
+        if tuple(r.name for r in rows) != tuple(folded):
+            return False
+        on_rows = set(folded)
+        ports = sorted((p.src, str(p.key)) for p in input_ports(node) if p.src not in on_rows)
+        return ports == sorted((src, str(key)) for src, key in self.index.inputs_of(name))
 
     # -- queries used by the view ---------------------------------------------------------------
     def card_at(self, pos: QPointF, tolerance: float = 0.0) -> NodeCard | None:
@@ -473,7 +490,11 @@ class CanvasScene(QGraphicsScene):
         if self.in_overview():
             best, best_d = None, None
             px, py = pos.x(), pos.y()
-            for name, (x, y, w, h) in self.overview.boxes.items():
+            boxes = self.layout.nodes if self.layout is not None else {}
+            near = QRectF(px - tolerance, py - tolerance, 2 * tolerance, 2 * tolerance)
+            for name in self.index.cards_in(near):   # the index, not a walk over every box
+                b = boxes[name]
+                x, y, w, h = b.x, b.y, b.w, b.h
                 dx = max(x - px, 0.0, px - x - w)
                 dy = max(y - py, 0.0, py - y - h)
                 d = dx * dx + dy * dy
@@ -511,6 +532,15 @@ class CanvasScene(QGraphicsScene):
         return None
 
 
+def _framed(gm: torch.fx.GraphModule, layout: Layout) -> list[str]:
+    """The groups drawn as module frames: expanded ones, but not a leaf submodule's (a frame around
+    its calls would only repeat what its cards say)."""
+    called = {str(n.target) for n in gm.graph.nodes if n.op == "call_module"}
+    parents = {p.rsplit(".", 1)[0] for p in layout.groups if "." in p}
+    leaves = called - parents
+    return [p for p, g in layout.groups.items() if not g.collapsed and p not in leaves]
+
+
 def _lines(info: CardInfo) -> tuple[bool, bool, bool]:
     """Which of a card's optional lines it shows (caption, target, constants): what its height follows."""
     return bool(info.caption), bool(info.line), bool(info.consts)
@@ -532,19 +562,3 @@ def _captions_refresh(base: Layout | None, layout: Layout, nodes: dict, refresh:
         if path and any(a in changed for a in ancestors(path)):
             extra.add(name)
     return set(refresh) | extra
-
-
-def _slice(edges: list, bounds: tuple[int, int]) -> list:
-    return edges[bounds[0]:bounds[1]]
-
-
-def _keys(routes) -> list[tuple]:
-    """Scene keys (src, dst, key, occurrence) of routes listed in layout order."""
-    seen: dict[tuple, int] = {}
-    out = []
-    for r in routes:
-        base = (r.src, r.dst, r.key)
-        n = seen.get(base, 0)
-        seen[base] = n + 1
-        out.append(base + (n,))
-    return out

@@ -158,16 +158,16 @@ class CanvasSearch:
         self._update_highlights()
 
     def _rematch(self) -> None:
-        cards = self.canvas_scene.cards
         for name in self._matches:
             self._mark(name, 0)
         infos: list = []
-        rows: dict = {}   # a folded weight's name -> (its host's card, its row): matched like a card
-        for card in cards.values():
-            infos.append(card.info)
-            for row in card.info.rows:
-                infos.append(row)
-                rows[row.name] = (card, row)
+        rows: dict = {}   # a folded weight's name -> (its host's name, its row): matched like a card
+        for entry in self.canvas_scene.search_entries():   # every card, made or not
+            if isinstance(entry, tuple):
+                rows[entry[1].name] = entry
+                infos.append(entry[1])
+            else:
+                infos.append(entry)
         self._match_rows = rows
         infos.extend(self._folded_away())
         self._matches = matching(infos, self._pattern)
@@ -186,16 +186,21 @@ class CanvasSearch:
         return [SimpleNamespace(name=n.name, op=n.op, target=card_target_text(n, doc.edited)) for n in doc.edited.graph.nodes
                 if n.op != "output" and fold.folded_block(doc.module_path_of(n)) is not None]
 
-    def _found(self, name: str):
-        """(card, row) of a match: its own card and None, or the card showing it as ``row``."""
-        card = self.canvas_scene.cards.get(name)
-        if card is not None:
+    def _found(self, name: str, make: bool = True):
+        """(card, row) of a match: its own card and None, or the card showing it as ``row``; the
+        card is made if it is not yet (``make``), else (None, row) for a card not made."""
+        scene = self.canvas_scene
+        get = scene.cards.get if make else scene.live_cards.get
+        card = get(name)
+        if card is not None or name in scene.cards:
             return card, None
-        return getattr(self, "_match_rows", {}).get(name, (None, None))
+        host, row = getattr(self, "_match_rows", {}).get(name, (None, None))
+        return (get(host) if host is not None else None), row
 
     def _mark(self, name: str, level: int) -> None:
-        """Mark a match on its card or row: 0 none, 1 a match, 2 the current match."""
-        card, row = self._found(name)
+        """Mark a match on its card or row: 0 none, 1 a match, 2 the current match (a card not
+        made yet gets its mark when it is: ``realize.decorate_card``)."""
+        card, row = self._found(name, make=level == 2)
         if card is None:
             return
         if row is None:
@@ -212,10 +217,11 @@ class CanvasSearch:
         cur = self.current_match()
         if cur is not None:
             marks[cur] = st.CURRENT_MATCH
+        name_of = self.canvas_scene.by_id.name_of
         for nid in self.selection.ids():
-            card = self.canvas_scene.by_id.get(nid)
-            if card is not None:
-                marks[card.info.name] = st.SELECTED
+            name = name_of(nid)
+            if name is not None:
+                marks[name] = st.SELECTED
         self.canvas_scene.overview.highlights = marks
         self.canvas_scene.overview.update()
 
@@ -263,10 +269,13 @@ class CanvasSearch:
         """Select every card matching the current search (the find bar's "Select all"); returns how many."""
         self.flush()
         ids = []
-        for name in self._matches:
-            card, row = self._found(name)
-            if card is not None:
-                ids.append(row.node_id if row is not None else card.info.node_id)
+        scene = self.canvas_scene
+        rows = getattr(self, "_match_rows", {})
+        for name in self._matches:   # without making the cards of matches out of view
+            if name in scene.cards:
+                ids.append(scene.id_of(scene.node_table[name]))
+            elif name in rows:
+                ids.append(rows[name][1].node_id)
         if ids:
             self.selection.set(ids)
         return len(ids)

@@ -33,8 +33,7 @@ class SelectionBand:
         area = self.view.mapToScene(self.rect(pos)).boundingRect()
         if area.width() < 1 and area.height() < 1:
             return []
-        return [card.info.node_id for card in self.view.canvas_scene.cards.values()
-                if card.sceneBoundingRect().intersects(area)]
+        return self.view.canvas_scene.ids_in(area)   # made cards or not
 
     def finish(self, pos: QPoint, current: list[int]) -> list[int]:
         """End the gesture: the new selection (the cards inside, added to ``current`` if additive)."""

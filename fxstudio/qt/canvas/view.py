@@ -23,6 +23,7 @@ from fxstudio.qt.canvas.items import GroupCard
 from fxstudio.qt.canvas.minimap import Minimap
 from fxstudio.qt.canvas.navigation import MIN_READABLE_ZOOM, ZOOM_STEP, CanvasNavigation  # noqa: F401 (re-exported)
 from fxstudio.qt.canvas.overlays import CanvasOverlays
+from fxstudio.qt.canvas.realize import decorate_card, realize_view
 from fxstudio.qt.canvas.repeat_fold import RepeatFolding
 from fxstudio.qt.canvas.rewire import RewireDrag
 from fxstudio.qt.canvas.scene import CanvasScene
@@ -46,6 +47,7 @@ CANVAS_KEYS: tuple[tuple[str, str], ...] = (
     ("Shift+drag / Ctrl+drag on empty space", "Select the cards inside the band / add them to the selection"),
 )
 MINIMAP_DELAY_MS = 150   # minimap repaint after an incremental redraw (see _layout_changed)
+MINIMAP_DEFER_CARDS = 50_000   # a bigger graph opens with its canvas first, the minimap a moment later
 
 
 class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView):
@@ -66,6 +68,9 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.canvas_scene = CanvasScene()
         super().__init__(self.canvas_scene, parent)
         self.canvas_scene.setParent(self)
+        self.canvas_scene.card_made = lambda card: decorate_card(self, card)   # cards made as they come in view
+        self.canvas_scene.frame_made = self.frame_line
+        self.selected_ids: set[int] = set()
         self.selection = selection
         self.document = None
         self.collapsed: set[str] = set()
@@ -181,7 +186,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         if scene.last_update.get("geometry") is False:
             # Only some edges and re-texted cards were redone: the other cards keep their overlays
             # and selection marks.
-            touched = [scene.cards[n] for n in scene.touched_cards if n in scene.cards]
+            touched = [scene.live_cards[n] for n in scene.touched_cards if n in scene.live_cards]
             self._apply_overlays([c.info.node_id for c in touched])
             self._apply_selection(scroll=False, cards=touched)
         else:
@@ -247,8 +252,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         # The former inputs of a removed or rewired node may have lost their last user (their card
         # turns "unused"): their cards are refreshed too.
         for nid in removed | changed:
-            card = self.canvas_scene.by_id.get(nid)
-            for port in card.info.ports if card is not None else ():
+            for port in self.canvas_scene.former_ports(nid):
                 src = self.document.find(port.src)
                 if src is not None:
                     by_name[src.name] = src
@@ -301,9 +305,9 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self._apply_selection(scroll=True)
 
     def _apply_selection(self, scroll: bool, cards=None) -> None:
-        ids = set(self.selection.ids())
+        ids = self.selected_ids = set(self.selection.ids())
         scene = self.canvas_scene
-        for card in scene.cards.values() if cards is None else cards:
+        for card in scene.live_cards.values() if cards is None else cards:
             sel = card.info.node_id in ids
             if card.selected != sel:
                 card.selected = sel
@@ -545,7 +549,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         update = self.canvas_scene.last_update
         if update.get("geometry") is False:
             pass   # no card or frame moved: the thumbnail (boxes only) is still right
-        elif update.get("incremental") and self.canvas_scene.layout is not None:
+        elif self.canvas_scene.layout is not None and (
+                update.get("incremental") or len(self.canvas_scene.cards) > MINIMAP_DEFER_CARDS):
             self._minimap_timer.start()
         else:
             self._minimap_timer.stop()
@@ -557,7 +562,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         """Repaint the minimap's thumbnail from the scene's current layout."""
         self._minimap_timer.stop()
         x0, y0, x1, y1 = self.canvas_scene.bounds
-        ops = {name: card.info.op for name, card in self.canvas_scene.cards.items()}
+        ops = self.canvas_scene.ops()
         graph = QRectF(x0, y0, x1 - x0, y1 - y0)
         self.minimap.set_layout(self.canvas_scene.layout, graph.adjusted(-40, -40, 40, 40), ops, self._minimap_tints, graph)
 
@@ -575,6 +580,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.minimap_toggled.emit(shown)
 
     def _view_moved(self, *_):
+        realize_view(self)
         visible = self.mapToScene(self.viewport().rect()).boundingRect()
         self.minimap.set_view_rect(visible)
         layout = self.canvas_scene.layout

@@ -1,0 +1,175 @@
+"""The canvas section of ``bench_window`` (issue #28: a scene that makes only the items in view).
+
+For a generated ``skip_chain`` graph of each size (10k and 200k nodes; ``--quick``: 2k and 20k),
+on a 1600×1000 ``GraphCanvas`` offscreen:
+
+* layout: ``compute_layout`` of the whole graph (core, what the canvas waits for);
+* scene build: ``CanvasScene.show_graph`` (target < 100 ms at 10k);
+* on screen after load: layout + scene build + the opening view painted (target 3 s at 200k);
+* items made: cards/edges/frames the open made, against the graph's totals;
+* pan frame: a 120-px scroll at the opening zoom, until painted (median and worst; targets 16 ms at
+  10k, 33 ms at 200k); zoom frame: one wheel step (×1.25) from the opening zoom down past the
+  overview threshold to the whole graph and back, until painted; overview pan: a scroll with the
+  whole graph in view;
+* insert / erase (the 10k graph, through a ``Document``): the edit until the canvas has redrawn
+  (target < 50 ms), and the undo of each; and the incremental ``compute_layout`` alone (the core's share).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def _ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def _frames(app, canvas, steps) -> list[float]:
+    """Seconds per step: ``step()`` then a synchronous repaint of the viewport."""
+    out = []
+    for step in steps:
+        t = time.perf_counter()
+        step()
+        canvas.viewport().repaint()
+        app.processEvents()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+def _pan_steps(canvas, n: int, dy: int = 120):
+    bar = canvas.verticalScrollBar()
+    return [lambda: bar.setValue(bar.value() + dy) for _ in range(n)]
+
+
+def measure(app, n_nodes: int) -> dict:
+    """The figures above for one graph size (a bare canvas: no document, no docks)."""
+    from fxstudio.core.layout import compute_layout
+    from fxstudio.qt.canvas.view import GraphCanvas
+    from fxstudio.qt.selection import SelectionModel
+    from fxstudio.testing import synthetic
+
+    gm = synthetic.as_graph_module(synthetic.make_graph("skip_chain", n_nodes))
+    ids = {node: i for i, node in enumerate(gm.graph.nodes)}
+    canvas = GraphCanvas(SelectionModel())
+    canvas.resize(1600, 1000)
+    canvas.show()
+    app.processEvents()
+    t0 = time.perf_counter()
+    layout = compute_layout(gm.graph)
+    t1 = time.perf_counter()
+    scene = canvas.canvas_scene
+    scene.show_graph(gm, layout, ids.__getitem__)
+    t2 = time.perf_counter()
+    canvas.show_start()
+    canvas.viewport().repaint()
+    t3 = time.perf_counter()
+    made = (len(scene.live_cards), len(scene.live_edges), len(scene.live_frames))
+    totals = (len(scene.cards), len(scene.edges), len(scene.frames))
+    app.processEvents()
+    pan = _frames(app, canvas, _pan_steps(canvas, 30))
+    zoom_out = []
+    while scene.layout is not None and canvas.zoom() > 0.02 and len(zoom_out) < 40:
+        zoom_out += _frames(app, canvas, [lambda: canvas.zoom_by(1 / 1.25)])
+    overview_pan = _frames(app, canvas, _pan_steps(canvas, 20, 40))
+    zoom_in = []
+    while canvas.zoom() < 0.85 and len(zoom_in) < 40:
+        zoom_in += _frames(app, canvas, [lambda: canvas.zoom_by(1.25)])
+    canvas.close()
+    canvas.deleteLater()
+    app.processEvents()
+    return {"n": len(gm.graph.nodes), "layout": t1 - t0, "build": t2 - t1, "on_screen": t3 - t0,
+            "made": made, "totals": totals, "pan": pan, "zoom": zoom_out + zoom_in, "overview_pan": overview_pan}
+
+
+def measure_edits(app, n_nodes: int, repeats: int = 5) -> dict:
+    """Insert and erase through a ``Document`` shown on a canvas: seconds until redrawn."""
+    import torch
+
+    from fxstudio.core.document import Document
+    from fxstudio.core.layout import compute_layout
+    from fxstudio.core.model import LoadedModel
+    from fxstudio.qt.canvas.view import GraphCanvas
+    from fxstudio.qt.selection import SelectionModel
+    from fxstudio.testing import synthetic
+
+    gm = synthetic.as_graph_module(synthetic.make_graph("skip_chain", n_nodes))
+    doc = Document(LoadedModel(path=None, kind="py", module=gm, graph_module=gm,
+                               example_inputs=(torch.zeros(synthetic.BATCH, synthetic.D),)))
+    canvas = GraphCanvas(SelectionModel())
+    canvas.resize(1600, 1000)
+    canvas.show()
+    canvas.set_document(doc)
+    app.processEvents()
+    nodes = list(doc.edited.graph.nodes)
+    adds = [n for n in nodes if n.op == "call_function" and n.name.startswith("add")]
+    relus = [n for n in nodes if n.op == "call_function" and n.name.startswith("relu")]
+    out: dict[str, list[float]] = {"insert": [], "insert_undo": [], "erase": [], "erase_undo": [],
+                                   "insert_layout": [], "erase_layout": []}
+
+    def timed(edit, key):
+        canvas.selection.set([doc.id_of(doc.find(edit.get("after") or edit["node"]))])
+        canvas.viewport().repaint()
+        app.processEvents()
+        shown = canvas.canvas_scene.layout
+        t = time.perf_counter()
+        doc.apply_edit(edit)
+        canvas.flush()
+        canvas.viewport().repaint()
+        out[key].append(time.perf_counter() - t)
+        t = time.perf_counter()   # the core's share: the incremental layout the canvas asked for, again
+        compute_layout(doc.edited.graph, previous=shown, fold_weights=canvas.fold_weights)
+        out[key + "_layout"].append(time.perf_counter() - t)
+        t = time.perf_counter()
+        doc.undo()
+        canvas.flush()
+        canvas.viewport().repaint()
+        out[key + "_undo"].append(time.perf_counter() - t)
+
+    for i, n in enumerate(adds[len(adds) // 5: len(adds) // 5 + repeats]):
+        timed({"op": "insert", "after": n.name, "kind": "call_function", "target": "torch.relu",
+               "args": f"(%{n.name},)", "name": f"probe_{i}"}, "insert")
+    for n in relus[len(relus) // 5: len(relus) // 5 + repeats]:
+        timed({"op": "erase", "node": n.name, "replace_uses_with": n.args[0].name}, "erase")
+    canvas.close()
+    canvas.deleteLater()
+    app.processEvents()
+    return out
+
+
+def canvas_section(app, quick: bool) -> bool:
+    """Print the canvas table; True when every target is met."""
+    sizes = (2_000, 20_000) if quick else (10_000, 200_000)
+    rows, ok = [], True
+    for size in sizes:
+        m = measure(app, size)
+        small = size == sizes[0]
+        frame_target = 16.0 if small else 33.0
+        c, e, f = m["made"]
+        tc, te, tf = m["totals"]
+        rows.append((f"{m['n']:,} nodes: layout of the whole graph (core)", m["layout"] * 1000, ""))
+        rows.append((f"{m['n']:,} nodes: scene build (show_graph)", m["build"] * 1000, "< 100 ms" if small else ""))
+        rows.append((f"{m['n']:,} nodes: on screen after load (layout + build + first paint)", m["on_screen"] * 1000,
+                     "" if small else "< 3000 ms"))
+        rows.append((f"{m['n']:,} nodes: items made at open: {c:,}/{tc:,} cards, {e:,}/{te:,} edges, "
+                     f"{f:,}/{tf:,} frames", float("nan"), ""))
+        for what, samples in (("pan frame (median)", m["pan"]), ("zoom frame (median)", m["zoom"]),
+                              ("overview pan frame (median)", m["overview_pan"])):
+            rows.append((f"{m['n']:,} nodes: {what}; worst {max(samples) * 1000:.1f}", _ms(samples),
+                         f"≤ {frame_target:.0f} ms"))
+            ok &= _ms(samples) <= frame_target
+        ok &= (not small or m["build"] < 0.1) and (small or m["on_screen"] < 3.0)
+    edits = measure_edits(app, sizes[0])
+    for key, label in (("insert", "insert a node"), ("insert_undo", "undo of it"), ("erase", "erase a node"),
+                       ("erase_undo", "undo of it")):
+        rows.append((f"{sizes[0]:,} nodes: {label} → canvas redrawn; worst {max(edits[key]) * 1000:.1f}",
+                     _ms(edits[key]), "< 50 ms"))
+        ok &= _ms(edits[key]) < 50
+        if key + "_layout" in edits:
+            rows.append((f"{sizes[0]:,} nodes:   of which the incremental layout alone (core)",
+                         _ms(edits[key + "_layout"]), ""))
+    print("\n| canvas (issue #28) | median ms | target |")
+    print("| --- | ---: | --- |")
+    for name, ms, target in rows:
+        print(f"| {name} | {'' if ms != ms else f'{ms:.1f}'} | {target} |")
+    return ok
