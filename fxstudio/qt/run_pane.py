@@ -236,8 +236,17 @@ class RunPane(QWidget):
         left.addWidget(self.tabs)
         left.setStretchFactor(0, 1)
         left.setStretchFactor(1, 3)
+        # Reduce to repro (shown after a divergence) heads the tables, below the divergence line:
+        # there it takes no height from the plots.
+        self.reduce_row = ReduceRow(self)
+        left_box = QWidget()
+        left_layout = QVBoxLayout(left_box)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        left_layout.setSpacing(4)
+        left_layout.addWidget(self.reduce_row)
+        left_layout.addWidget(left, 1)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(left)
+        splitter.addWidget(left_box)
         splitter.addWidget(self.plots_area)
         splitter.setStretchFactor(0, 2)
         splitter.setStretchFactor(1, 4)
@@ -249,8 +258,6 @@ class RunPane(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.progress)
         layout.addWidget(self.status)
-        self.reduce_row = ReduceRow(self)  # beside the first divergence: shrink it to a repro
-        layout.addWidget(self.reduce_row)
         layout.addWidget(splitter, 1)
         self._update_enabled()
 

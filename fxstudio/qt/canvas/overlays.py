@@ -306,7 +306,7 @@ class CanvasOverlays:
         """Forget the divergence and the diff (the document changed)."""
         self._scores, self._tints, self._diff, self._diff_kinds = {}, {}, None, {}
         self._metric_tints, self._metric_lines, self._frame_lines = None, {}, {}
-        for card in self.canvas_scene.live_cards.values():   # cards made later start plain
+        for card in list(self.canvas_scene.live_cards.values()):   # cards made later start plain
             card.metric_line = ""
             card.set_overlay(None, None, "", None)
         self._sync_overview()
@@ -351,7 +351,7 @@ class CanvasOverlays:
 
     def _apply_frame_lines(self) -> None:
         """Module frames' tooltips: their path and class, then the numeric overlay's total."""
-        for path, frame in self.canvas_scene.live_frames.items():   # frames made later: ``frame_line``
+        for path, frame in list(self.canvas_scene.live_frames.items()):   # frames made later: ``frame_line``
             self.frame_line(path, frame)
 
     def frame_line(self, path: str, frame) -> None:

@@ -98,7 +98,7 @@ class RewireDrag:
         self._fits: dict[tuple, Fit] = {}     # by the source's shape (node_checks.fit_key)
         self._misfits: set[str] = set()       # legal cards whose shape torch rejects here: amber
         self._decided: set[str] = set()       # cards whose fit was told (or cannot be)
-        for c in scene.live_cards.values():   # a card made during the drag: ``decorate``
+        for c in list(scene.live_cards.values()):   # a card made during the drag: ``decorate``
             self.decorate(c)
         self._timer = QTimer()   # tells the fits of the cards in view a few at a time, the drag going on
         self._timer.setSingleShot(True)
@@ -251,7 +251,7 @@ class RewireDrag:
         self._timer.stop()
         if self.band.scene() is not None:
             self.scene.removeItem(self.band)
-        for c in self.scene.live_cards.values():
+        for c in list(self.scene.live_cards.values()):
             if c.drag_state:
                 c.drag_state = ""
                 c.update()

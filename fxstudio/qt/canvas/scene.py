@@ -456,7 +456,7 @@ class CanvasScene(QGraphicsScene):
                 card.set_info(info)
         # The shape an edge carries may have changed with its source (only labelled edges show it).
         labels = {n.name: edge_label(n) for n in nodes}
-        for (src, _, _, _), edge in self.live_edges.items():
+        for (src, _, _, _), edge in list(self.live_edges.items()):
             if src in labels and edge.label and edge.label != labels[src]:
                 edge.set_label(labels[src])
         return True
