@@ -105,3 +105,26 @@ def test_diff_with_another_file(qtbot, make_window, tmp_path):
         assert (row.text(0), row.text(1), row.text(2)) == ("mul", "changed", "args[1]: 2 -> 3")
     finally:
         dw.close()
+
+
+def test_the_main_windows_overlay_colours_the_edited_pane(qtbot, make_window, tmp_path):
+    """Numeric overlays in the diff view: the Time overlay measured in the main window tints the
+    edited graph's pane by node name, with its tooltip lines, and the legend says so."""
+    win = make_window()
+    doc = open_and_wait(qtbot, win, str(user_copy(tmp_path, "residual_cnn.py")))
+    doc.apply_edit({"op": "insert", "after": "add", "kind": "call_function", "target": "torch.relu",
+                    "args": "(%add,)", "kwargs": "{}", "name": "extra_relu", "reroute": True})
+    choice = win.overlay_choice
+    choice.choose("time")
+    qtbot.waitUntil(lambda: choice.task is None and choice.measured is not None, timeout=60_000)
+    dw = _open_diff(qtbot, win, _file_menu_action(win, "Diff Against Original").trigger)
+    try:
+        edited, original = dw.panes[1], dw.panes[0]
+        tints = edited.canvas.metric_overlay()
+        names = {edited.document.node(i).name for i in tints}
+        main = {win.document.node(i).name for i in win.canvas.metric_overlay()}
+        assert names == main and "extra_relu" in names and len(names) > 20
+        assert original.canvas.metric_overlay() is None   # the original graph was not measured
+        assert "overlay on Edited: Time" in dw.legend.text()
+    finally:
+        dw.close()

@@ -74,7 +74,7 @@ class DiffActions(QObject):
             ctx.check()
             return [DiffGraph("A", snapshot.module(), mine), DiffGraph("B", other.graph_module, f"{Path(path).name} ({other.tracer})")]
 
-        return self._start(work, f"Diffing with {Path(path).name}…")
+        return self._start(work, f"Diffing with {Path(path).name}…", edited=0)
 
     def diff_against_original(self) -> BackgroundTask | None:
         """Open a diff of the current document's original graph against its edited graph."""
@@ -92,9 +92,11 @@ class DiffActions(QObject):
             return [DiffGraph("Original", original_copy, name, lineage="document"),
                     DiffGraph("Edited", snapshot.module(), f"{name}, edited", lineage="document")]
 
-        return self._start(work, "Diffing against the original…")
+        return self._start(work, "Diffing against the original…", edited=1)
 
-    def _start(self, graphs_of, message: str) -> BackgroundTask:
+    def _start(self, graphs_of, message: str, edited: int) -> BackgroundTask:
+        """Diff the graphs ``graphs_of(ctx)`` gives in a worker, then open the window; pane
+        ``edited`` shows the document's edited graph (it gets the main window's numeric overlay)."""
         from fxstudio.core.diff import diff_graphs
 
         w = self.window
@@ -109,6 +111,10 @@ class DiffActions(QObject):
         def done(result) -> None:
             self.task = None
             window = DiffWindow(*result)
+            choice = getattr(w, "overlay_choice", None)
+            metrics = choice.shown_metrics() if choice is not None else None
+            if metrics is not None:
+                window.show_metric(edited, metrics, choice.key)
             self.windows.append(window)
             window.destroyed.connect(lambda _obj=None, win=window: self.windows.remove(win) if win in self.windows else None)
             window.show()

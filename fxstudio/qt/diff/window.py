@@ -74,6 +74,7 @@ class DiffWindow(QMainWindow):
             pane.canvas.verticalScrollBar().valueChanged.connect(lambda _v, i=i: self._moved(i))
             self.panes.append(pane)
         self.list = self._difference_list(vertical, counts)
+        self._counts = counts
         self.legend.setText(legend_html(counts))
         vertical.addWidget(self.splitter)
         vertical.addWidget(self.list)
@@ -85,6 +86,29 @@ class DiffWindow(QMainWindow):
         self.resize(min(1600, 560 * len(self.panes)), 900)
 
     # -- what it shows ------------------------------------------------------------------------
+    def show_metric(self, index: int, metrics, key: str) -> None:
+        """Colour pane ``index`` (the graph the main window measured) by the main window's numeric
+        overlay: ``metrics``'s ``key`` (``core.overlays.NodeMetrics``), matched by node name; the
+        legend says which overlay it is and on which pane."""
+        from fxstudio.qt.canvas.overlay_scale import metric_tints
+
+        pane = self.panes[index]
+        title = metrics.info(key).title
+        colours = metric_tints(metrics, key)
+        tints, lines = {}, {}
+        for name, value in metrics.metric(key).items():
+            node = pane.document.find(name)
+            if node is None:
+                continue
+            node_id = pane.document.id_of(node)
+            lines[node_id] = f"{title}: {metrics.text(key, value)}"
+            if name in colours:
+                tints[node_id] = colours[name]
+        pane.canvas.set_metric_overlay(tints, lines)
+        self.legend.setText(legend_html(self._counts) + "&nbsp;&nbsp;&nbsp;&nbsp;overlay on "
+                            f"{html.escape(self.diff.graphs[index].label)}: {html.escape(title)} "
+                            f"({len(tints):,} nodes tinted, as in the main window)")
+
     def _summary_text(self) -> str:
         base = self.diff.graphs[0].label
         parts = []
