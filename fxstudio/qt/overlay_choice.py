@@ -26,7 +26,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QWidget
 from fxstudio.core.errors import FxStudioError
 from fxstudio.core.overlays import DATA, MEASURED, NodeMetrics, compute_metrics, error_from_divergence
 from fxstudio.core.overlays import load_node_data, save_node_data
-from fxstudio.qt.canvas.overlay_scale import CHOICES, DIVERGENCE, ScaleLegend, metric_tints, pale
+from fxstudio.qt.canvas.overlay_scale import CHOICES, DIVERGENCE, ScaleLegend, metric_marks, pale
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.run_controls import EditedSnapshot
 from fxstudio.qt.workers import BackgroundTask
@@ -126,18 +126,8 @@ class OverlayChoice(QObject):
 
     def show(self, metrics: NodeMetrics, key: str) -> None:
         """Colour the canvas by ``metrics``'s ``key``: tints and tooltip lines by node id, frame totals."""
-        doc = self.doc
         info = metrics.info(key)
-        tints, texts = {}, {}
-        colours = metric_tints(metrics, key)
-        for name, value in metrics.metric(key).items():
-            node = doc.find(name)
-            if node is None:
-                continue
-            nid = doc.id_of(node)
-            texts[nid] = metrics.text(key, value)
-            if name in colours:
-                tints[nid] = colours[name]
+        tints, texts = metric_marks(metrics, key, self.doc)
         word = TOTAL_WORDS[info.total]
         frames = {path: f"{info.title} ({word} inside): {metrics.text(key, total)}"
                   for path, total in metrics.frames.get(key, {}).items()}

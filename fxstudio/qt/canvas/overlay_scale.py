@@ -76,6 +76,22 @@ def pale(colour: QColor, strength: float = 0.45) -> QColor:
     return QColor(*(round(255 + (c - 255) * strength) for c in (colour.red(), colour.green(), colour.blue())))
 
 
+def metric_marks(metrics: NodeMetrics, key: str, doc) -> tuple[dict[int, QColor], dict[int, str]]:
+    """Metric ``key`` on the nodes of document ``doc`` (matched by name): (tint by node id, value
+    text by node id). Names ``doc`` does not have are left out."""
+    colours = metric_tints(metrics, key)
+    tints, texts = {}, {}
+    for name, value in metrics.metric(key).items():
+        node = doc.find(name)
+        if node is None:
+            continue
+        node_id = doc.id_of(node)
+        texts[node_id] = metrics.text(key, value)
+        if name in colours:
+            tints[node_id] = colours[name]
+    return tints, texts
+
+
 def metric_tints(metrics: NodeMetrics, key: str) -> dict[str, QColor]:
     """A colour per node name for metric ``key`` (nodes without a tint are left out)."""
     values = metrics.metric(key)

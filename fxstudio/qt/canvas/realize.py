@@ -22,11 +22,9 @@ def realize_view(canvas) -> None:
     scene = canvas.canvas_scene
     if scene.layout is None or _overview_zoom(canvas):
         return
-    visible = visible_rect(canvas)
+    visible, wide = _view_and_margin(canvas)
     if scene.covers(visible):
         return
-    mx, my = visible.width() * MARGIN, visible.height() * MARGIN
-    wide = visible.adjusted(-mx, -my, mx, my)
     scene.realize(visible, keep=wide)
     if not scene.covers(wide):
         _schedule(canvas)
@@ -47,13 +45,18 @@ def _margin_step(canvas) -> None:
     scene = canvas.canvas_scene
     if scene.layout is None or _overview_zoom(canvas):
         return
-    visible = visible_rect(canvas)
-    mx, my = visible.width() * MARGIN, visible.height() * MARGIN
-    wide = visible.adjusted(-mx, -my, mx, my)
+    visible, wide = _view_and_margin(canvas)
     if not scene.covers(visible):
         scene.realize(visible, keep=wide)
     if not scene.realize(wide, budget_s=MARGIN_BUDGET_S):
         _schedule(canvas)
+
+
+def _view_and_margin(canvas) -> tuple[QRectF, QRectF]:
+    """The scene rectangle in view, and it grown by ``MARGIN`` on every side."""
+    visible = visible_rect(canvas)
+    mx, my = visible.width() * MARGIN, visible.height() * MARGIN
+    return visible, visible.adjusted(-mx, -my, mx, my)
 
 
 def _overview_zoom(canvas) -> bool:

@@ -90,21 +90,12 @@ class DiffWindow(QMainWindow):
         """Colour pane ``index`` (the graph the main window measured) by the main window's numeric
         overlay: ``metrics``'s ``key`` (``core.overlays.NodeMetrics``), matched by node name; the
         legend says which overlay it is and on which pane."""
-        from fxstudio.qt.canvas.overlay_scale import metric_tints
+        from fxstudio.qt.canvas.overlay_scale import metric_marks
 
         pane = self.panes[index]
         title = metrics.info(key).title
-        colours = metric_tints(metrics, key)
-        tints, lines = {}, {}
-        for name, value in metrics.metric(key).items():
-            node = pane.document.find(name)
-            if node is None:
-                continue
-            node_id = pane.document.id_of(node)
-            lines[node_id] = f"{title}: {metrics.text(key, value)}"
-            if name in colours:
-                tints[node_id] = colours[name]
-        pane.canvas.set_metric_overlay(tints, lines)
+        tints, texts = metric_marks(metrics, key, pane.document)
+        pane.canvas.set_metric_overlay(tints, {node_id: f"{title}: {t}" for node_id, t in texts.items()})
         self.legend.setText(legend_html(self._counts) + "&nbsp;&nbsp;&nbsp;&nbsp;overlay on "
                             f"{html.escape(self.diff.graphs[index].label)}: {html.escape(title)} "
                             f"({len(tints):,} nodes tinted, as in the main window)")
