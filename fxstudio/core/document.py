@@ -51,6 +51,17 @@ class EditResult:
     changed: frozenset[int] = frozenset()
 
 
+@dataclass(frozen=True)
+class StagedEdit:
+    """An edit applied to the graph but not yet a command (``Document.stage_edit``): valid while the
+    document's state is still ``serial``."""
+
+    serial: int
+    tx: Transaction
+    labels: list[str]
+    records: list[dict]
+
+
 @dataclass
 class Command:
     """One undoable step: its label, the primitives it applied and the edits it records."""
@@ -171,6 +182,17 @@ class Document:
 
         return unsubscribe
 
+    @property
+    def serial(self) -> int:
+        """Counts every change of the edited graph (edit, undo, redo): what a view computed ahead
+        for one state of the graph holds while this is unchanged."""
+        return self._serial
+
+    def discard_staged(self, staged: StagedEdit) -> None:
+        """Undo a staged edit that will not be committed (its pass was cancelled while installing)."""
+        if staged.serial == self._serial:
+            staged.tx.rollback()
+
     def _refresh_shapes(self, changes: Changes) -> None:
         """Recompute shapes of touched nodes (and downstream while they change); report them too."""
         by_id = self._state.by_id
@@ -209,11 +231,12 @@ class Document:
             found.sort(key=lambda pair: order.get(pair[0], 0))
         return tuple(p for _, p in found)
 
-    def _emit(self, kind: str, label: str, changes: Changes | None = None) -> DocumentEvent:
+    def _emit(self, kind: str, label: str, changes: Changes | None = None, *, refreshed: bool = False) -> DocumentEvent:
         changes = changes or Changes()
         if kind in ("edited", "undone", "redone"):
             self._serial += 1
-            self._refresh_shapes(changes)
+            if not refreshed:  # a staged edit's shapes were refreshed where it was staged
+                self._refresh_shapes(changes)
         event = DocumentEvent(kind, label, frozenset(changes.added), frozenset(changes.removed),
                               frozenset(changes.changed), self._rejected_among(changes.added | changes.changed))
         for callback in list(self._subscribers):
@@ -307,6 +330,33 @@ class Document:
         if not edits:
             raise EditRefused("No edits to apply.")
         tx, labels, records = self._run(list(edits))
+        return self._commit(tx, labels, records, label)
+
+    def stage_edit(self, edit: dict, prepared: PreparedEdit) -> StagedEdit:
+        """The graph work of ``apply_edit(edit, prepared)`` (the pass's result installed, its costs
+        counted and shapes refreshed, the budgets checked) without its command and event: for the
+        worker that ran :meth:`prepare_edit`, while the window waits and no other edit happens, so
+        that the GUI thread only calls :meth:`commit_staged`. Raises ``EditRefused`` (nothing
+        changed) as ``apply_edit`` would."""
+        if prepared.serial != self._serial or prepared.edit != edit:
+            raise EditRefused("The graph changed while the pass ran; nothing was changed (run it again).")
+        self._state.prepared_outcome = (edit, prepared.outcome)
+        try:
+            tx, labels, records = self._run([edit])
+        finally:
+            self._state.prepared_outcome = None
+        self._refresh_shapes(tx.changes)
+        return StagedEdit(self._serial, tx, labels, records)
+
+    def commit_staged(self, staged: StagedEdit) -> EditResult:
+        """Make a staged edit the next command and tell the views (cheap: the GUI thread's part)."""
+        if staged.serial != self._serial:
+            staged.tx.rollback()
+            raise EditRefused("The graph changed while the pass was installed; nothing was changed (run it again).")
+        return self._commit(staged.tx, staged.labels, staged.records, None, refreshed=True)
+
+    def _commit(self, tx: Transaction, labels: list[str], records: list[dict], label: str | None, *,
+                refreshed: bool = False) -> EditResult:
         if label is None:
             label = labels[0] if len(labels) == 1 else f"{labels[0]} (+{len(labels) - 1} more)"
         del self._commands[self._index:]
@@ -318,7 +368,7 @@ class Document:
         self._stale = not (tx.done and getattr(tx.done[-1], "compiled", False))
         for primitive in tx.done:  # the code a swap kept for a rollback (undo and redo recompile)
             getattr(primitive, "settle", lambda: None)()
-        event = self._emit("edited", label, tx.changes)
+        event = self._emit("edited", label, tx.changes, refreshed=refreshed)
         return EditResult(event.label, event.added, event.removed, event.changed)
 
     def check_edit(self, edit: dict) -> str | None:

@@ -180,3 +180,24 @@ def archive_constants() -> Any:
         from torch.export.pt2_archive import constants
 
         return constants
+
+
+def pytree_codegen(in_spec_text: str, out_spec_text: str | None, forward_arg_names: list[str] | None) -> Any:
+    """The codegen ``ep.module()`` gives its graph (``torch.export._unlift._get_codegen``): a
+    ``torch.fx.graph._PyTreeCodeGen`` over the archive's serialized specs (``torch.utils._pytree.
+    treespec_loads``), built here because importing ``_unlift`` imports torch's deserializer and
+    dynamo (about 1.5 s). No fallback: ImportError/AttributeError, and the caller opens the
+    archive with torch's full load."""
+    from torch.fx.graph import _PyTreeCodeGen, _PyTreeInfo
+    from torch.utils._pytree import treespec_loads
+
+    in_spec = treespec_loads(in_spec_text)
+    out_spec = treespec_loads(out_spec_text) if out_spec_text else None
+    if forward_arg_names:
+        names = list(forward_arg_names)
+    elif (in_spec.type is tuple and in_spec.num_children == 2 and in_spec.child(0).type is tuple
+          and in_spec.child(1).type is dict):
+        names = [f"arg_{i}" for i in range(in_spec.child(0).num_children)] + list(in_spec.child(1).context)
+    else:
+        names = [f"arg_{i}" for i in range(in_spec.num_children)]
+    return _PyTreeCodeGen(_PyTreeInfo(names, in_spec, out_spec))

@@ -11,7 +11,8 @@ redraws when it is shown). Other events (a reset) cause a full, deferred recompu
 debounce when ``live()`` says someone else follows ``diff_changed``, else when the list is shown.
 An event naming more than ``DEFER_ABOVE`` nodes (a pass that rewrote thousands) is re-examined on
 the next event-loop turn instead, not inside the edit: the edit's own work and this one are then
-two shorter waits of the window, not one long one (issue #25).
+two shorter waits of the window, not one long one (issue #25). A pass's nodes are re-examined by
+the worker that installed it, before the event (``update_ahead``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from PySide6.QtGui import QBrush
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from fxstudio.core.compare import GraphDiff, GraphDiffer
+from fxstudio.qt import views_ahead
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.divergence_colors import DIFF_COLORS as KIND_COLORS
 from fxstudio.qt.selection import SelectionModel
@@ -67,6 +69,7 @@ class GraphDiffView(QWidget):
     def set_document(self, doc) -> None:
         """Show the diff of ``doc`` (None: nothing) and follow its edits."""
         self.doc = doc
+        self._ahead = None
         self._differ = None
         self._pending = set()
         self._subscription.follow(doc)
@@ -80,7 +83,11 @@ class GraphDiffView(QWidget):
             # Only the nodes the event names can have changed: re-examine those (cheap), so the
             # diff (and the canvas's rings) stay current; the list itself is redrawn later.
             ids = set(event.added) | set(event.removed) | set(event.changed)
-            if self._pending or len(ids) > DEFER_ABOVE:
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None and ahead[0] == self.doc.serial and ids <= ahead[1] and not self._pending:
+                self.diff = self._differ.current()   # re-examined by the worker that staged the edit
+                self.diff_changed.emit(self.diff)
+            elif self._pending or len(ids) > DEFER_ABOVE:
                 if not self._pending:
                     QTimer.singleShot(0, self._update_pending)
                 self._pending |= ids
@@ -90,6 +97,13 @@ class GraphDiffView(QWidget):
             self._full = True  # anything else: a full pass, deferred like the list
         self.dirty = True
         self._timer.start()
+
+    def update_ahead(self, doc, ids, serial: int) -> None:
+        """In the worker that staged an edit of ``doc`` (the window waits for it): re-examine the
+        nodes ``ids`` now, so that the event committing it at ``serial`` finds them done."""
+        if doc is self.doc and self._differ is not None and not self._full and not self._pending:
+            self._differ.update(doc.edited, ids, doc.node)
+            self._ahead = (serial, frozenset(ids))
 
     def _update(self, ids: set[int]) -> None:
         self.diff = self._differ.update(self.doc.edited, ids, self.doc.node)
@@ -136,9 +150,13 @@ class GraphDiffView(QWidget):
         if self.doc.read_only and not self.doc.can_undo:
             self.diff = GraphDiff(frozenset(), frozenset(), frozenset())  # view only: no edits to show
         else:
-            if self._differ is None:
-                self._differ = GraphDiffer(self.doc.original)
-            self.diff = self._differ.diff(self.doc.edited)
+            ahead = views_ahead.take(self.doc.edited.graph, "diff", None, self.doc.serial) if self._differ is None else None
+            if ahead is not None:   # diffed by the worker that made this graph
+                self._differ, self.diff = ahead
+            else:
+                if self._differ is None:
+                    self._differ = GraphDiffer(self.doc.original)
+                self.diff = self._differ.diff(self.doc.edited)
         self._redraw()
         self.diff_changed.emit(self.diff)
 

@@ -21,7 +21,7 @@ class GuiThreadCollector(QObject):
     """While installed, the cyclic collector runs only from this object's timer, on the thread
     that owns it (the GUI thread), with Python's own thresholds."""
 
-    def __init__(self, interval_ms: int = 500, parent: QObject | None = None):
+    def __init__(self, interval_ms: int = 100, parent: QObject | None = None):
         super().__init__(parent)
         self.timer = QTimer(self)
         self.timer.setInterval(interval_ms)
@@ -31,6 +31,7 @@ class GuiThreadCollector(QObject):
         self.collections = 0
         self.holds = 0  # while above 0 (a model is loading), the timer collects nothing
         self.old_collections = 0
+        self.full_due = False   # a full scan of the frozen objects is owed (``_collect_old``)
 
     def install(self) -> None:
         """Turn automatic collection off and start collecting from the timer."""
@@ -67,18 +68,34 @@ class GuiThreadCollector(QObject):
         """The oldest generation, without scanning what survived earlier ones: those objects (a
         model's graphs, weights' wrappers, the scene: ~640k objects with a 3,000-node model open)
         are frozen (``gc.freeze``), so a collection scans only what came since. A full scan of
-        them took 0.4-1 s of the GUI thread every ~50 s of activity. Every ``FULL_EVERY``-th time,
-        and whenever a model was replaced (``release_memory``), everything is thawed and scanned,
-        so cycles among frozen objects that died since are freed too."""
+        them took 0.4-1 s of the GUI thread every ~50 s of activity. At the first old collection
+        when ``idle`` after every ``FULL_EVERY``-th one (or a ``freeze_survivors``), and whenever a
+        model was replaced (``release_memory``), everything is thawed and scanned, so cycles among
+        frozen objects that died since are freed too."""
         self.old_collections += 1
         if self.old_collections % FULL_EVERY == 0:
+            self.full_due = True
+        if self.full_due and self.idle():
+            self.full_due = False
             gc.unfreeze()
         found = gc.collect(2)
         gc.freeze()
         return found
 
+    def idle(self) -> bool:
+        """No background task and no window of the application active (the user works elsewhere):
+        a full scan (0.4-1 s) waits for this, so it never stalls a gesture, a load, a pass, a run or
+        an export (issue #25). An event filter noting the user's input would have cost every Qt
+        event a Python call, each waiting for the interpreter lock behind a busy worker."""
+        from PySide6.QtWidgets import QApplication
 
-FULL_EVERY = 20  # every so many collections of the oldest generation scan the frozen objects too
+        from fxstudio.qt import workers
+
+        return not workers.any_running() and QApplication.activeWindow() is None
+
+
+FULL_EVERY = 20  # every so many collections of the oldest generation scan the frozen objects too (when idle)
+
 _installed: GuiThreadCollector | None = None
 _holds_lock = threading.Lock()
 
@@ -104,7 +121,8 @@ def hold_collections() -> Callable[[], None]:
 
     For the length of a model load: the load allocates a million objects that mostly die by
     reference counting, and a young-generation collection every half second scanned ~250k of them
-    on the GUI thread (60 ms each) while the loading thread waited for the interpreter (issue #15)."""
+    on the GUI thread (60 ms each) while the loading thread waited for the interpreter (issue #15).
+    When the last hold ends, what survived the load is frozen (``gc.freeze``)."""
     collector = _installed
     if collector is None:
         return lambda: None
@@ -119,7 +137,24 @@ def hold_collections() -> Callable[[], None]:
             return
         with _holds_lock:
             collector.holds -= 1
+            # What the load left alive (the model, its graphs: hundreds of thousands of objects)
+            # would all be scanned by the next young collection, in one GUI turn (0.1-0.4 s on a
+            # 3,000-node model): freeze it now (a constant-time move). The idle full scan, and
+            # the next model's release_memory, look at it again.
+            if not collector.holds:
+                freeze_survivors()
     return release
+
+
+def freeze_survivors() -> None:
+    """Freeze every tracked object now (``gc.freeze``: constant time), from any thread, so that what
+    a worker left alive (a loaded model, a pass's result) is not scanned by the next young
+    collection in one GUI turn; the next idle full scan looks at it again. Nothing without the
+    application's collector (then Python collects as usual)."""
+    collector = _installed
+    if collector is not None and collector.timer.isActive():
+        gc.freeze()
+        collector.full_due = True
 
 
 def uninstall_gui_thread_collector() -> None:

@@ -23,11 +23,16 @@ def _qt_messages(mode, context, message: str) -> None:
     print(message, file=sys.stderr)
 
 
+GUI_SWITCH_INTERVAL_S = 0.0005
+"""How long a thread holding the interpreter lock keeps it when another asks (Python's default: 5 ms)."""
+
+
 def make_app() -> QApplication:
     """The QApplication (created once), styled."""
     from PySide6.QtCore import qInstallMessageHandler
 
-    from fxstudio.qt import stall_watch
+    from fxstudio.core.fx_compat_compile import compile_off_lock
+    from fxstudio.qt import stall_trace, stall_watch
     from fxstudio.qt.gui_gc import install_gui_thread_collector
     from fxstudio.qt.style import apply_app_style
 
@@ -44,7 +49,12 @@ def make_app() -> QApplication:
         app.setWindowIcon(QIcon(str(ICON_PNG)))
     apply_app_style(app)
     install_gui_thread_collector(app)  # widgets in cycles are never deleted off the GUI thread
-    stall_watch.install(app)  # only with FXSTUDIO_STALL_LOG set
+    stall_trace.install(stall_watch.install(app))  # only with FXSTUDIO_STALL_LOG (and _TRACE) set
+    # Every paint, slot and event filter written in Python takes the interpreter lock back from the
+    # worker holding it: by default that worker keeps it up to 5 ms, and a frame that calls Python
+    # a hundred times waited up to 0.5 s behind a load, a run or an export (issue #25).
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
+    compile_off_lock()   # workers' GraphModule recompiles no longer hold the lock for 0.1 s
     return app
 
 

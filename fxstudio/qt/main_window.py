@@ -187,6 +187,10 @@ class MainWindow(WindowCommands, QMainWindow):
                 warm_fake_checks()  # the first edit or rewire drag then does not wait for torch's import
         self.document_changed.emit(doc)
 
+    def ahead_followers(self) -> list:
+        """What follows a staged edit in the worker that staged it (``views_ahead.prepare``)."""
+        return [self.views["run"].diff_view.update_ahead] if "run" in self.views else []
+
     def _on_event(self, event) -> None:
         self.problems.follow_event(event)  # before the status bar reads what torch rejects
         if event.kind in ("edited", "undone", "redone", "reset"):

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QProgressDialog, QPushButton
 
 from fxstudio.core.errors import FxStudioError, LoadError, TraceError
-from fxstudio.qt import open_dialogs
+from fxstudio.qt import open_dialogs, views_ahead
 from fxstudio.qt.gui_gc import hold_collections, release_memory
 from fxstudio.qt.workers import BackgroundTask
 from fxstudio.resources import EXAMPLES_DIR
@@ -182,6 +182,7 @@ class OpenFlow(QObject):
         self._before_structure = None  # (document, spec, options) shown before a .pt2's structure
         self._release_gc = lambda: None  # ends the hold on timer collections while a load runs
         self.cancel_button: QPushButton | None = None  # in the status bar while a .pt2's structure is shown
+        self._shown_structure: dict = {}  # the running load's structure layout, once drawn (views_ahead)
 
     @property
     def busy(self) -> bool:
@@ -257,6 +258,9 @@ class OpenFlow(QObject):
         self._detached = detached
 
         release_gc = self._release_gc = hold_collections()
+        fold_weights = bool(self.window.canvas.fold_weights)
+        shown: dict = {}   # a .pt2's structure, once on screen: its layout is the editable graph's too
+        self._shown_structure = shown
 
         def work(ctx):
             # A cancelled load may still be importing user code; loads share sys.path and
@@ -265,7 +269,12 @@ class OpenFlow(QObject):
                 for previous in detached:
                     ctx.progress("Waiting for the cancelled load to stop…")
                     previous.wait()
-                return load_document(spec, options, edits, ctx)
+                doc, refusals = load_document(spec, options, edits, ctx)
+                ctx.check()
+                ctx.progress("Laying out the graph…")
+                canvas = views_ahead.CanvasSettings(fold_weights=fold_weights, previous=shown.get("layout"))
+                views_ahead.prepare(doc, canvas, diff=True, opening=True)  # the GUI thread then only draws
+                return doc, refusals
             finally:
                 release_gc()  # the hold ends with the load, also one whose window has gone
 
@@ -337,6 +346,7 @@ class OpenFlow(QObject):
         # what was open before comes back if the user declines the trust this archive turns out to need
         self._before_structure = (self.window.document, self.window.spec, self.window.options)
         self.window.set_document(doc, spec, options)
+        self._shown_structure["layout"] = self.window.canvas.canvas_scene.layout
         self.window.statusBar().showMessage(f"Loading the weights of {doc.loaded.display_name}… (view only until then)")
         if self.cancel_button is None:  # the progress dialog's Cancel, now that the dialog is hidden
             self.cancel_button = QPushButton("Cancel Loading")

@@ -15,6 +15,7 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QWidget
 
 from fxstudio.core.node_checks import CheckState
+from fxstudio.qt import views_ahead
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.pane_layout import bar_over
@@ -96,7 +97,7 @@ class ProblemsView(QWidget):
             self.lint_message = ""
             self._update_summary()
             return
-        verdict = self.doc.verdict()
+        verdict = views_ahead.take(self.doc.edited.graph, "verdict", None, self.doc.serial) or self.doc.verdict()
         self.checks_message = verdict.message
         if verdict.status == "failed":  # lint reports any structural problem as an exception
             self.lint_message = verdict.message.splitlines()[0]

@@ -289,6 +289,16 @@ class GeometryReporter(QObject):
         plots = pane.plots
         if report is not None and plots.isVisible() and plots.report is report and plots.node_plot.scene() is not None:
             area = plots.viewport().rect()
+            # Mapping 2,000 points every poll kept the GUI thread busy while a worker ran (the
+            # export of test_stalls): the same plot in the same place has the same points.
+            view_range = plots.node_plot.getViewBox().viewRange()
+            key = (id(report), tuple(map(tuple, view_range)), area.width(), area.height(), pane.size().toTuple(),
+                   plots.viewport().mapToGlobal(QPoint(0, 0)).toTuple(), pane.mapToGlobal(QPoint(0, 0)).toTuple())
+            cached = getattr(self, "_points", None)
+            if cached is not None and cached[0] == key:
+                return {"busy": pane.running, "status": pane.status.text(), "report": True, "stale": pane.stale,
+                        "first_divergence": first.name if first is not None else None, "points": cached[1],
+                        "layout": cached[2]}
             rows = report.nodes
             if len(rows) > ALL_CARDS_UP_TO:  # the points in the plot's visible range
                 (x0, x1), _ = plots.node_plot.getViewBox().viewRange()
@@ -301,6 +311,10 @@ class GeometryReporter(QObject):
                 if area.contains(local):
                     g = plots.viewport().mapToGlobal(local)
                     points[row.name] = [g.x(), g.y()]
+            self._points = (key, points, run_layout.describe(pane))
+            return {"busy": pane.running, "status": pane.status.text(), "report": True, "stale": pane.stale,
+                    "first_divergence": first.name if first is not None else None, "points": points,
+                    "layout": self._points[2]}
         return {"busy": pane.running, "status": pane.status.text(), "report": report is not None,
                 "stale": pane.stale, "first_divergence": first.name if first is not None else None,
                 "points": points, "layout": run_layout.describe(pane) if report is not None else {}}

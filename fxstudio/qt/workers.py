@@ -17,7 +17,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Signal
 
 from fxstudio.qt import stall_watch
-from fxstudio.qt.gui_gc import collecting_here
+from fxstudio.qt.gui_gc import collecting_here, freeze_survivors
 
 
 _importing: list[threading.Thread] = []
@@ -101,6 +101,11 @@ class TaskContext:
 _running: set["BackgroundTask"] = set()
 
 
+def any_running() -> bool:
+    """Whether any background task (a load, a pass, a run, an export) is running."""
+    return bool(_running)
+
+
 def running(name: str) -> bool:
     """Whether a task called ``name`` (``"open"``: a model load) is running and not cancelled."""
     return any(t.name == name and not t.cancelled for t in list(_running))  # a copy: workers discard
@@ -160,6 +165,9 @@ class BackgroundTask(QObject):
             return
         finally:
             _running.discard(self)  # also when the result is never delivered (its window closed)
+            # What the work left alive (a pass's result graph, a run's report) would be scanned
+            # by the next young collection in one GUI turn (0.15 s on a 3,000-node model).
+            freeze_survivors()
         self._finished.emit(result, None, "")
 
     def _deliver(self, result, exc, tb_text: str) -> None:

@@ -3,9 +3,8 @@ open it, run a built-in pass from Edit ▸ Run Pass…, Run in the Run pane, exp
 
 The app runs with ``FXSTUDIO_STALL_LOG`` (``fxstudio/qt/stall_watch.py``): for each action it logs
 the longest time its event loop did not turn. The figures are printed (``pytest -s``) and put in the
-assertion message; the bound asserted is a hang detector (1 s: CI machines are loaded; 2 s for the
-two actions of ``KNOWN_LONG``, whose GUI thread still does one long piece of work). The 100 ms
-target is reported by ``bench/bench_window.py``, not asserted.
+assertion message; the bound asserted is a hang detector (``HANG_MS``). The 100 ms target is
+reported by ``bench/bench_window.py``, not asserted.
 """
 
 from __future__ import annotations
@@ -16,14 +15,11 @@ from fxstudio.testing.residual_mlp import write_residual_mlp
 from tests.e2e.test_passes import _menu_entry
 from tests.e2e.test_run_and_keys import _on_screen
 
-HANG_MS = 1000.0
-KNOWN_LONG = {
-    # Work the GUI thread still does in one piece, in the canvas and the document's edit code (issue
-    # #25's report): these get twice the bound until it moves off the GUI thread, so that a loaded
-    # machine does not turn a known 0.5-0.9 s wait into a failure. Anything longer is a hang.
-    "open": "the canvas lays the 3,000 nodes out on the GUI thread (GraphCanvas.set_document → compute_layout)",
-    "pass": "Document.apply_edit installs the pass's result on the GUI thread (cost ledger recount, shapes)",
-}
+HANG_MS = 500.0
+"""A hang detector, not the goal: CI machines are loaded. The GUI thread's own work per action is
+under 100 ms since the layout, code, diff and a pass's install moved to the workers that made the
+graph (``fxstudio/qt/views_ahead.py``); what is left over 100 ms on a busy 2-core machine is the
+scheduler's. ``FXSTUDIO_STALL_TRACE=FILE`` names where the GUI thread was in each stall."""
 ACTIONS = ("open", "pass", "run", "export")
 BUILTIN = "fxstudio.passes.normalize_args"   # rewrites the arguments of 2,000 of the 3,000 nodes
 
@@ -85,6 +81,5 @@ def test_open_pass_run_and_export_of_3000_nodes_never_hang_the_window(launch, tm
     report = ", ".join(f"{a} {stalls[a]:.0f} ms" if a in stalls else f"{a} (not logged)" for a in ACTIONS)
     print(f"\nlongest GUI stall per action on a 3,000-node model: {report}")
     assert all(a in stalls for a in ACTIONS), f"actions missing from {log}: {report}"
-    slow = {a: ms for a, ms in stalls.items() if a in ACTIONS and ms >= HANG_MS * (2 if a in KNOWN_LONG else 1)}
-    assert not slow, (f"the window stopped answering for over {HANG_MS:.0f} ms ({', '.join(KNOWN_LONG)}: "
-                      f"{2 * HANG_MS:.0f} ms): {report}")
+    slow = {a: ms for a, ms in stalls.items() if a in ACTIONS and ms >= HANG_MS}
+    assert not slow, f"the window stopped answering for over {HANG_MS:.0f} ms: {report}"

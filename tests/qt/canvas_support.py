@@ -37,6 +37,26 @@ def open_canvas(qtbot, name: str = "residual_cnn.py", size=(1000, 760)):
     return canvas, doc, selection, refusals
 
 
+def synthetic_document_canvas(qtbot, kind: str, nodes: int, size=(1000, 700)):
+    """(canvas, document) for a shown ``GraphCanvas`` on a ``Document`` of a generated graph of
+    ``nodes`` nodes (``fxstudio.testing.synthetic``)."""
+    import torch
+
+    from fxstudio.core.document import Document
+    from fxstudio.core.model import LoadedModel
+    from fxstudio.testing import synthetic
+
+    gm = synthetic.as_graph_module(synthetic.make_graph(kind, nodes))
+    doc = Document(LoadedModel(path=None, kind="py", module=gm, graph_module=gm,
+                               example_inputs=(torch.zeros(synthetic.BATCH, synthetic.D),)))
+    canvas = GraphCanvas(SelectionModel())
+    qtbot.addWidget(canvas)
+    canvas.resize(*size)
+    canvas.show()
+    canvas.set_document(doc)
+    return canvas, doc
+
+
 def synthetic_canvas(qtbot, kind: str, nodes: int, size=(1280, 800)):
     """(canvas, graph module) for a shown ``GraphCanvas`` on a generated graph of ``nodes`` nodes
     (``fxstudio.testing.synthetic``), without a Document."""

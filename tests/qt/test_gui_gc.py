@@ -140,3 +140,35 @@ def test_old_collections_skip_what_survived_and_a_full_one_frees_cycles_among_it
     finally:
         collector.uninstall()
     assert gc.get_freeze_count() == 0
+
+
+def test_what_a_worker_left_is_frozen_and_the_full_scan_waits_for_an_idle_window(qtbot, monkeypatch):
+    """``freeze_survivors`` (a background task ended) freezes what is alive, so the next young
+    collection does not scan it; the full scan that frees cycles among frozen objects runs at an old
+    collection only while no window of the application is active (the user works elsewhere)."""
+    from PySide6.QtWidgets import QApplication, QLineEdit
+
+    from fxstudio.qt import gui_gc
+
+    collector = GuiThreadCollector(interval_ms=60_000)
+    monkeypatch.setattr(gui_gc, "_installed", collector)
+    collector.install()
+    window = QLineEdit()
+    qtbot.addWidget(window)
+    try:
+        died: list = []
+        keep = Probe(died)
+        gui_gc.freeze_survivors()   # e.g. a pass's result graph, left by its worker
+        assert gc.get_freeze_count() > 0 and collector.full_due and gc.get_count()[0] < 50
+        del keep   # cyclic garbage among the frozen objects
+        window.show()
+        window.activateWindow()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=3000)   # the user is at work
+        collector._collect_old()
+        assert died == [] and collector.full_due   # not scanned: that would stall a gesture
+        window.close()
+        qtbot.waitUntil(lambda: QApplication.activeWindow() is None, timeout=3000)
+        collector._collect_old()
+        assert died == [True] and not collector.full_due
+    finally:
+        collector.uninstall()

@@ -74,19 +74,20 @@ def app_collector(qapp):
 
 @pytest.fixture
 def held_deserializer(monkeypatch):
-    """torch's ``.pt2`` deserializer held until the test sets the returned event (the real one
+    """A ``.pt2``'s weights read (``pt2_weights.payloads_as_data``, the editable open's first step
+    after the structure, issue #28) held until the test sets the returned event (the real one
     runs then): the window shows the view-only structure meanwhile."""
     import threading
 
-    from fxstudio.core import fx_compat
+    from fxstudio.core.loading import pt2_weights
 
     release = threading.Event()
-    real = fx_compat.deserialize_program
+    real = pt2_weights.payloads_as_data
 
     def held(*args):
         assert release.wait(60)
         return real(*args)
 
-    monkeypatch.setattr(fx_compat, "deserialize_program", held)
+    monkeypatch.setattr(pt2_weights, "payloads_as_data", held)
     release.real = real
     return release

@@ -38,6 +38,7 @@ import torch
 import torch.fx
 
 from fxstudio.core import fx_compat
+from fxstudio.core.compile_aside import compile_code
 from fxstudio.core.compare import module_inline
 from fxstudio.core.inplace_ops import clone_tensors
 from fxstudio.core.compare.module_inline import Recipe
@@ -399,7 +400,7 @@ def generate(sched: Schedule, shared: frozenset[int], progress: bool, cancel: bo
         body[table_line] = "pass"
     source = "\n".join(lines + ["    " + b for b in body]) + "\n"
     filename = f"<fxstudio lockstep {next(_counter)}>"
-    code = compile(source, filename, "exec")
+    code = compile_code(source, filename)   # in a worker: off the interpreter lock (the window's Run)
     namespace: dict[str, Any] = {"_next_input": next_input, "_NO_DEFAULT": _NO_DEFAULT, "_clone": clone_tensors,
                                  **module_inline.NAMESPACE}
     exec(code, namespace)  # noqa: S102 - our own generated source

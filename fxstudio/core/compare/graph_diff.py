@@ -234,6 +234,10 @@ class GraphDiffer:
             self._classify(k)
         return self._result()
 
+    def current(self) -> GraphDiff:
+        """The diff as the last ``diff`` or ``update`` left it."""
+        return self._result()
+
     def update(self, edited: torch.fx.Graph | torch.fx.GraphModule, ids, node_of) -> GraphDiff:
         """The diff after an edit that touched only the nodes ``ids`` (``node_of(id)``: the edited
         graph's node with that id, or None once gone). Falls back to ``diff`` before the first."""

@@ -27,6 +27,7 @@ from fxstudio.core.layout.crossings import best_of_starts, reduce_crossings, swe
 from fxstudio.core.layout.groups import (build_groups, caption_lengths, class_names, collapse_owner, frame_gaps,
                                          frame_members, frame_structure, group_plan)
 from fxstudio.core.layout.layers import add_dummies, assign_layers, sorted_unique
+from fxstudio.core.layout.local_relayout import local_relayout
 from fxstudio.core.layout.reroute import Placement, reroute
 from fxstudio.core.layout.routes import route_edges
 from fxstudio.core.layout.types import Layout, NodeBox
@@ -216,10 +217,12 @@ def compute_layout(
     layer and x where the new graph allows, so an edit moves only what it must.
     ``sizes``: card sizes by node name (dict or callable returning (w, h) or None); default from
     the label length. Every edge points downward, no cards overlap.
-    ``changed``: with ``previous``, the nodes an edit touched (a ``DocumentEvent``'s changed ids),
-    everything else being as ``previous`` laid it out; when the edit only rewired inputs along the
-    existing layering, every card stays put and only those nodes' input edges are routed anew
-    (``layout_reroute``), else this is an ordinary incremental layout.
+    ``changed``: with ``previous``, the nodes an edit touched (a ``DocumentEvent``'s added and changed
+    ids), everything else being as ``previous`` laid it out; when the edit only rewired inputs along
+    the existing layering, every card stays put and only those nodes' input edges are routed anew
+    (``layout_reroute``); when it inserted or erased one node, only that card, the layer it opens or
+    closes and the changed edges are laid out (``local_relayout``); else this is an ordinary
+    incremental layout.
     ``fold_weights``: weights used by one op are rows of that op's card, taller by ``WEIGHT_ROW_H``
     each, and export plumbing is left out (``folding.py``): those nodes get no box and no route.
     ``merged``: collapsed paths drawn on another collapsed path's card (path → that path): folded
@@ -235,6 +238,11 @@ def compute_layout(
                                fold_weights)
             if rerouted is not None:
                 return rerouted
+            if not collapsed and not merged:
+                local = local_relayout(graph, previous, changed, time.perf_counter(), card_width, card_heights,
+                                       fold_weights)
+                if local is not None:
+                    return local
         return _compute_layout(graph, collapsed=collapsed, previous=previous, sizes=sizes, sweeps=sweeps,
                                fold=fold_weights, merged=merged)
     finally:

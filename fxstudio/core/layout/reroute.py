@@ -212,19 +212,10 @@ def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozens
     boxes = previous.nodes
     labels: dict[int, int] = {}
     for i, node in nodes:
-        op, target, path, stack, label = node_facts(node)
-        if (op, target, path, stack) != (ga.ops[i], ga.targets[i], ga.module_paths[i], ga.module_stacks[i]):
+        label = card_label(node, i, ga, width_of)
+        if label is None:
             return None
-        if ga.lines is not None and card_lines(node) != ga.lines[i]:   # a line more or less: a taller card
-            return None
-        if fold:
-            rows = rows_of(node, exported)
-            if len(rows) != (ga.rows[i] if ga.rows is not None else 0):
-                return None
-            label = max([label] + [row_text_len(r) for r in rows])
         if label != ga.label_len[i]:
-            if width_of(label) != width_of(int(ga.label_len[i])):
-                return None
             labels[i] = label
         edges = node_edges(node, index, (lambda n: fold_host(n, exported) is not False) if fold else None)
         if edges is None:
@@ -306,6 +297,24 @@ def reroute(graph: torch.fx.Graph, previous: Layout, changed, collapsed: frozens
     result.placement = place
     result.delta = (previous.serial, frozenset(dst_names))
     return _stamp(result, previous, t0, len(redraw))
+
+
+def card_label(node: torch.fx.Node, i: int, ga, width_of: Callable[[int], float]) -> int | None:
+    """The label length of unit ``i`` (``node``) when its card is drawn as ``ga`` recorded it (same
+    op, target, module, lines, folded rows and width), else None: the card changed shape."""
+    op, target, path, stack, label = node_facts(node)
+    if (op, target, path, stack) != (ga.ops[i], ga.targets[i], ga.module_paths[i], ga.module_stacks[i]):
+        return None
+    if ga.lines is not None and card_lines(node) != ga.lines[i]:   # a line more or less: a taller card
+        return None
+    if ga.fold:
+        rows = rows_of(node, ga.exported)
+        if len(rows) != (ga.rows[i] if ga.rows is not None else 0):
+            return None
+        label = max([label] + [row_text_len(r) for r in rows])
+    if label != ga.label_len[i] and width_of(label) != width_of(int(ga.label_len[i])):
+        return None
+    return label
 
 
 def node_facts(node: torch.fx.Node) -> tuple:

@@ -76,6 +76,10 @@ class Layout:
     route_memory: dict | None = field(default=None, repr=False, compare=False)
     serial: int = field(default_factory=lambda: next(_serials), repr=False, compare=False)
     delta: tuple | None = field(default=None, repr=False, compare=False)  # (base serial, frozenset of dst names)
+    # On a layout ``local_relayout`` derived from another (one node inserted or erased): (base serial,
+    # added name or None, removed name or None, frozenset of the nodes whose input edges were redone,
+    # each edge's position in the base's ``edges`` or -1 for a new route). Not in JSON, not compared.
+    local: tuple | None = field(default=None, repr=False, compare=False)
 
     def bounds(self) -> tuple[float, float, float, float]:
         """(x0, y0, x1, y1) enclosing every node and group."""

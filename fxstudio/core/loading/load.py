@@ -20,7 +20,8 @@ from fxstudio.core.loading.inputs import inputs_from_shapes
 from fxstudio.core.loading.meta_device import build_on_meta, check_entry_fits, finish_meta_build, pt2_structure_only
 from fxstudio.core.model import LoadedModel
 from fxstudio.core.loading.pickle_loader import load_pickled_module
-from fxstudio.core.loading.pt2_loader import load_exported_program, program_example_inputs
+from fxstudio.core.loading.pt2_loader import EditableProgram, load_exported_program, program_example_inputs
+from fxstudio.core.module_state import share_graph_module
 from fxstudio.core.loading.py_loader import file_example_inputs, resolve_entry, run_model_file
 from fxstudio.core.loading.tracing import resolve_functions, trace_export, trace_fx
 
@@ -241,15 +242,22 @@ def _load_pt2(path, tracer, input_shapes, concrete_args, leaf_modules, trust=Fal
         notes.append("a .pt2 file holds an exported (ATen-level) graph; it is shown as exported, not re-traced with fx")
     if concrete_args or leaf_modules:
         notes.append("concrete args and leaf modules do not apply to an already exported program; ignored")
-    ep, archive_notes = load_exported_program(path, trust=trust, on_structure=on_structure)
+    ep, archive_notes = load_exported_program(path, trust=trust, on_structure=on_structure, editable=True)
     notes.extend(archive_notes)
+    if isinstance(ep, EditableProgram):  # issue #28: built from the archive's parts, no torch rebuild
+        inputs, source = program_example_inputs(ep.facts, path, input_shapes)
+        notes.append(f"example inputs: {source}")
+        module, ep = ep.module, None
+        gm = share_graph_module(module)
+        annotate(gm, inputs, user_file=None, notes=notes, exported=True)
+        return LoadedModel(path=path, kind="pt2", module=module, graph_module=gm, example_inputs=inputs,
+                           tracer="export", entry="", user_module=None, exported_program=None, notes=notes)
     inputs, source = program_example_inputs(ep, path, input_shapes)
     notes.append(f"example inputs: {source}")
     try:
         # One unlift (issue #15: each ep.module() call costs a full one); the graph is a copy that
         # shares its weights, as two unlifts of the same program did.
         from fxstudio.core.fx_compat_export import unlift
-        from fxstudio.core.module_state import share_graph_module
 
         module = unlift(ep)  # ep.module() without its quadratic weight assignment
         gm = share_graph_module(module)

@@ -71,11 +71,15 @@ class UnsafeArchive(LoadError):
     """A ``.pt2`` archive that holds code or names that would become code (exit 2)."""
 
 
-def load_archive(path: Path, *, trust: bool, on_checked=None, budget: DataBudget | None = None) -> tuple[Any, list[str]]:
+def load_archive(path: Path, *, trust: bool, on_checked=None, budget: DataBudget | None = None,
+                 editable=None) -> tuple[Any, list[str]]:
     """(``ExportedProgram``, notes) of the archive at ``path``; ``LoadError`` for any bad archive.
 
     ``budget``: what the tensors the archive describes rather than stores (zeros for an empty weight
-    record, views repeating stored bytes, compressed records) are counted against (``pt2_limits``)."""
+    record, views repeating stored bytes, compressed records) are counted against (``pt2_limits``).
+    ``editable`` (without ``trust``): called with the checked program JSON, the weights and
+    constants read as data and the stored example inputs (``pt2_weights.payloads_as_data``); what it returns
+    (unless None) stands in for the ``ExportedProgram``, which torch then does not rebuild."""
     if not zipfile.is_zipfile(path):
         raise LoadError(
             f"{path}: not a torch.export archive (the file is not a zip archive; it may be truncated or "
@@ -90,7 +94,7 @@ def load_archive(path: Path, *, trust: bool, on_checked=None, budget: DataBudget
     except OSError as exc:
         raise LoadError(f"{path}: cannot read the file ({exc.strerror}).") from None
     try:
-        return _SafeReader(path, on_checked, budget).program()
+        return _SafeReader(path, on_checked, budget).program(editable)
     except LoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - any other malformed part: one line, not a traceback
@@ -183,8 +187,30 @@ class _SafeReader:
         error.needs_trust = True
         return error
 
-    def program(self):
-        """The checked ``ExportedProgram`` and the notes on what was left out."""
+    def program(self, editable=None):
+        """The checked ``ExportedProgram`` (or what ``editable`` made of its parts) and the notes."""
+        model_json, records = self.checked_program()
+        if editable is not None:
+            from fxstudio.core.loading.pt2_weights import Unsupported, payloads_as_data
+
+            used = self.budget.used
+            try:
+                state_dict, constants, sample = payloads_as_data(self, records)
+                made = editable(model_json, (state_dict, constants), sample)
+            except Unsupported:
+                made = None
+            except LoadError as exc:
+                if str(exc).startswith(str(self.path)):
+                    raise
+                raise LoadError(f"{self.path}: {exc}") from None
+            if made is not None:
+                return made, self.notes
+            self.budget.used = used  # torch's reader counts the same records again
+        return self.rebuild(model_json, records), self.notes
+
+    def checked_program(self) -> tuple[dict, set[str]]:
+        """The program's JSON, checked (names, expressions, guards, sizes; ``on_checked`` called,
+        pytree types resolved), and the archive's record names."""
         C = fx_compat_export.archive_constants()
 
         records = self._record_names()
@@ -214,12 +240,17 @@ class _SafeReader:
         from fxstudio.core.loading.pt2_types import resolve_spec_types  # ModelOutput and other output types
 
         self.notes.extend(resolve_spec_types(model_json, self.refuse))
+        return model_json, records
+
+    def rebuild(self, model_json: dict, records: set[str]):
+        """torch's ``ExportedProgram`` of the checked ``model_json``, its weights read by torch's reader."""
+        C = fx_compat_export.archive_constants()
         reader = self._reader()
         state_dict = self._payloads(reader, records, "weights", C.WEIGHTS_DIR, C.WEIGHTS_CONFIG_FILENAME_FORMAT)
         constants = self._payloads(reader, records, "constants", C.CONSTANTS_DIR, C.CONSTANTS_CONFIG_FILENAME_FORMAT)
         inputs_file = C.SAMPLE_INPUTS_FILENAME_FORMAT.format(MODEL_NAME)
         sample = self._sample_inputs(reader.read_bytes(inputs_file) if inputs_file in records else b"")
-        return self._deserialize(model_json, state_dict, constants, sample), self.notes
+        return self._deserialize(model_json, state_dict, constants, sample)
 
     # -- the container ---------------------------------------------------------------------------
 
@@ -387,12 +418,7 @@ class _SafeReader:
             if kind == "constants" and not name.startswith(C.TENSOR_CONSTANT_FILENAME_PREFIX):
                 raise self.refuse(f"constant {shown(fqn)} is a pickled Python object, not a tensor")
             if meta.use_pickle:
-                what = f"the pickled {kind[:-1]} {shown(fqn)}"
-                value = self._safe_unpickle(reader.read_bytes(f"{directory}{name}"), what)
-                if not isinstance(value, torch.Tensor):
-                    raise LoadError(f"{self.path}: the pickled {kind[:-1]} {shown(fqn)} is a {type(value).__name__}, not a tensor.")
-                self.take(pt2_limits.excess_bytes(value), f"{what} (a view repeating its stored bytes)")
-                out[fqn] = value
+                out[fqn] = self.pickled_tensor(reader.read_bytes(f"{directory}{name}"), kind, fqn)
                 continue
             if meta.tensor_meta is None:
                 raise LoadError(f"{self.path}: {kind[:-1]} {shown(fqn)} has no tensor metadata.")
@@ -404,6 +430,16 @@ class _SafeReader:
                 raise LoadError(f"{self.path}: {kind[:-1]} {shown(fqn)} does not fit its stored bytes ({_first_line(exc)}).") from None
             out[fqn] = torch.nn.Parameter(tensor, requires_grad=tm.requires_grad) if meta.is_param else tensor
         return out
+
+    def pickled_tensor(self, data: bytes, kind: str, fqn: str) -> torch.Tensor:
+        """A weight or constant pickled in the archive, read with ``weights_only=True``: a tensor,
+        its bytes beyond its storage counted against the budget (``LoadError`` otherwise)."""
+        what = f"the pickled {kind[:-1]} {shown(fqn)}"
+        value = self._safe_unpickle(data, what)
+        if not isinstance(value, torch.Tensor):
+            raise LoadError(f"{self.path}: {what} is a {type(value).__name__}, not a tensor.")
+        self.take(pt2_limits.excess_bytes(value), f"{what} (a view repeating its stored bytes)")
+        return value
 
     def _check_payload_sizes(self, entries: dict, directory: str, kind: str) -> None:
         """Refuse declared shapes no tensor can have; count what torch makes beyond the stored bytes

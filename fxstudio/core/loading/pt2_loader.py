@@ -17,11 +17,13 @@ from fxstudio.core.loading.pt2_limits import shape_text
 _BUDGETS: "weakref.WeakKeyDictionary[object, DataBudget]" = weakref.WeakKeyDictionary()
 
 
-def load_exported_program(path: Path, *, trust: bool = False, on_structure=None):
+def load_exported_program(path: Path, *, trust: bool = False, on_structure=None, editable: bool = False):
     """The archive's ``ExportedProgram`` and notes; without ``trust`` nothing in it runs (``pt2_archive``).
 
     ``on_structure``: called with a view-only ``LoadedModel`` of the program's graph (``pt2_structure``)
-    as soon as its JSON is checked, before the weights are read and torch rebuilds the program."""
+    as soon as its JSON is checked, before the weights are read and torch rebuilds the program.
+    ``editable`` (issue #28): where ``pt2_editable`` reads the program, an ``EditableProgram`` (the
+    module ``ep.module()`` would give, built without torch's rebuild) instead of the program."""
     from fxstudio.core.loading.pt2_archive import load_archive
 
     on_checked = None
@@ -33,12 +35,29 @@ def load_exported_program(path: Path, *, trust: bool = False, on_structure=None)
             if preview is not None:
                 on_structure(preview)
     budget = DataBudget(str(path))
-    ep, notes = load_archive(path, trust=trust, on_checked=on_checked, budget=budget)
+    ep, notes = load_archive(path, trust=trust, on_checked=on_checked, budget=budget,
+                             editable=_editable_program if editable else None)
     try:
-        _BUDGETS[ep] = budget
+        _BUDGETS[ep.facts if isinstance(ep, EditableProgram) else ep] = budget
     except TypeError:  # not weakly referable: the inputs get a budget of their own
         pass
     return ep, notes
+
+
+class EditableProgram:
+    """An archive opened without torch's rebuild: ``module`` (what ``ep.module()`` gives) and
+    ``facts`` (what ``program_example_inputs`` reads of a program)."""
+
+    def __init__(self, module, facts):
+        self.module = module
+        self.facts = facts
+
+
+def _editable_program(program: dict, payloads: tuple[dict, dict], sample) -> EditableProgram | None:
+    from fxstudio.core.loading.pt2_editable import ProgramFacts, editable_module
+
+    module = editable_module(program, sample, payloads)
+    return None if module is None else EditableProgram(module, ProgramFacts(program, module, sample))
 
 
 def program_example_inputs(ep, path: Path, input_shapes) -> tuple[tuple, str]:

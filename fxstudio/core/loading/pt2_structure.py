@@ -13,6 +13,7 @@ full open, as before.
 from __future__ import annotations
 
 import functools
+import keyword
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +22,17 @@ import torch.fx
 
 from fxstudio.core import fx_compat
 from fxstudio.core.budgets import BudgetExceeded, DataBudget
+from fxstudio.core.loading import pt2_values
 from fxstudio.core.loading.pt2_limits import SCALAR_TYPES as _DTYPES
 from fxstudio.core.metadata import annotate
 from fxstudio.core.model import LoadedModel
 
-KEYWORD = 2  # schema.ArgumentKind.KEYWORD of a serialized node input (POSITIONAL is 1)
+POSITIONAL, KEYWORD = 1, 2  # schema.ArgumentKind of a serialized node input
 _LITERALS = ("as_int", "as_float", "as_bool", "as_string", "as_ints", "as_floats", "as_bools", "as_strings")
 VIEW_ONLY_NOTE = "view only while the weights load"
 
 
-class _Unsupported(Exception):
+class _Unsupported(pt2_values.Unsupported):
     """A part of the program the structure reader leaves to the full open."""
 
 
@@ -46,7 +48,12 @@ def structure_model(path: Path, program: dict) -> LoadedModel | None:
                        entry="", user_module=None, exported_program=None, notes=[VIEW_ONLY_NOTE])
 
 
-def _graph_module(program: dict, budget: DataBudget) -> tuple[torch.fx.GraphModule, tuple]:
+def _graph_module(program: dict, budget: DataBudget, payloads: tuple[dict, dict] | None = None,
+                  class_name: str = "StructureOnly") -> tuple[torch.fx.GraphModule, tuple]:
+    """The program's graph over a module of its weights: ``meta`` tensors, or with ``payloads``
+    (``(weights, constants)`` read from the archive) the real ones, registered as ``ep.module()``
+    registers them, and every argument decoded as torch's deserializer decodes it."""
+    real = payloads is not None
     module_json = program["graph_module"]
     graph_json, signature = module_json["graph"], module_json["signature"]
     tensors = graph_json.get("tensor_values") or {}
@@ -92,13 +99,18 @@ def _graph_module(program: dict, budget: DataBudget) -> tuple[torch.fx.GraphModu
         tensor = meta_tensor(name)
         if tensor is None:
             raise _Unsupported("a weight of symbolic size")
-        _set_path(root, target, tensor, parameter=kind == "parameter")
+        if real:
+            _set_real(root, target, _payload(kind, body, target, tensor, payloads), kind, body.get("persistent", True))
+        else:
+            _set_path(root, target, tensor, parameter=kind == "parameter")
         env[name] = graph.get_attr(target)
         env[name].meta["val"] = tensor
     inputs = []
     for name in user_inputs:
         if isinstance(name, tuple):
-            graph.placeholder(name[1])
+            node = graph.placeholder(name[1])
+            if real:  # the recorded constant, as torch's deserializer writes it
+                node.meta["val"] = name[2]
             inputs.append(name[2])
         elif name is not None:
             env[name] = graph.placeholder(name)
@@ -107,16 +119,11 @@ def _graph_module(program: dict, budget: DataBudget) -> tuple[torch.fx.GraphModu
                 budget.take_tensor(value.shape, value.dtype, f"input {name!r}")
             inputs.append(value)
     # zeros of the inputs' shapes: real (the Run pane reads their values), never run here
-    inputs = [torch.zeros(v.shape, dtype=v.dtype) if isinstance(v, torch.Tensor) and v.is_meta else v for v in inputs]
+    if not real:
+        inputs = [torch.zeros(v.shape, dtype=v.dtype) if isinstance(v, torch.Tensor) and v.is_meta else v for v in inputs]
     for node in graph_json["nodes"]:
         target = _operator(node["target"])
-        args, kwargs = [], {}
-        for item in node["inputs"]:
-            value = _argument(item["arg"], env)
-            if item.get("kind") == KEYWORD:
-                kwargs[item["name"]] = value
-            else:
-                args.append(value)
+        args, kwargs = _call_arguments(target, node["inputs"], env, real)
         outputs = node["outputs"]
         single = len(outputs) == 1 and "as_tensor" in outputs[0]
         name = outputs[0]["as_tensor"]["name"] if single else (node.get("name") or None)
@@ -137,10 +144,19 @@ def _graph_module(program: dict, budget: DataBudget) -> tuple[torch.fx.GraphModu
         out.meta["val"] = tuple(r.meta["val"] for r in results)  # as the deserializer records it
     # The module tree is handed over as built (a code-only root: its children by reference, not
     # rebuilt attribute by attribute), and the code is generated only if something asks for it.
-    gm = fx_compat.deferred_graph_module(fx_compat.code_only_module(dict(root.__dict__)), graph, "StructureOnly")
-    # Shapes from the stored values, module frames with class names, export plumbing hidden and
-    # weights folded into their cards: what the full open writes (``annotate``), nothing run.
-    annotate(gm, (), user_file=None, notes=[], exported=True)
+    gm = fx_compat.deferred_graph_module(fx_compat.code_only_module(dict(root.__dict__)), graph, class_name)
+    for spec in signature["input_specs"] if real else ():  # GraphModule() made buffers of these: as ep.module()
+        (kind, body), = spec.items()
+        if kind == "tensor_constant" or (kind == "buffer" and not body.get("persistent", True)):
+            target = body.get("buffer_name") or body["tensor_constant_name"]
+            owner = gm.get_submodule(target.rpartition(".")[0])
+            value = getattr(owner, target.rpartition(".")[2])
+            delattr(owner, target.rpartition(".")[2])
+            _set_real(gm, target, value, kind, False)
+    if not real:  # the editable open annotates with its example inputs (``load._load_pt2``'s way)
+        # Shapes from the stored values, module frames with class names, export plumbing hidden and
+        # weights folded into their cards: what the full open writes (``annotate``), nothing run.
+        annotate(gm, (), user_file=None, notes=[], exported=True)
     return gm, tuple(inputs)
 
 
@@ -155,7 +171,32 @@ def _operator(target: str) -> Any:
     return op
 
 
-def _argument(arg: dict, env: dict[str, torch.fx.Node]) -> Any:
+def _call_arguments(target: Any, inputs: list, env: dict, real: bool) -> tuple[tuple, dict]:
+    """A node's (args, kwargs), placed as torch's ``deserialize_inputs`` places them: in the
+    operator's schema order, each where its recorded kind says (keywords that are Python keywords,
+    and inputs without a kind, by the schema's defaults)."""
+    values = {item["name"]: (_argument(item["arg"], env, real), item.get("kind")) for item in inputs}
+    args, kwargs = [], {}
+    for schema_arg in fx_compat.op_schema(target).arguments:
+        name = schema_arg.name
+        if name in values:
+            value, kind = values[name]
+            if kind == POSITIONAL:
+                args.append(value)
+                continue
+            if kind == KEYWORD and not keyword.iskeyword(name):
+                kwargs[name] = value
+                continue
+        if not schema_arg.has_default_value() and not schema_arg.kwarg_only:
+            args.append(values[name][0])
+        elif keyword.iskeyword(name):
+            raise _Unsupported("a keyword argument named after a Python keyword")
+        elif name in values:
+            kwargs[name] = values[name][0]
+    return tuple(args), kwargs
+
+
+def _argument(arg: dict, env: dict[str, torch.fx.Node], real: bool = False) -> Any:
     (kind, value), = arg.items()
     if kind == "as_tensor":
         return env[value["name"]]
@@ -168,7 +209,11 @@ def _argument(arg: dict, env: dict[str, torch.fx.Node]) -> Any:
     if kind in _LITERALS:
         return value
     if kind in ("as_scalar_type", "as_layout", "as_memory_format", "as_device"):
+        if real:
+            return pt2_values.torch_value(kind, value)
         return None if kind != "as_device" else torch.device("meta")
+    if real and kind == "as_complex" and isinstance(value, dict):
+        return complex(value["real"], value["imag"])
     raise _Unsupported(kind)
 
 
@@ -211,6 +256,39 @@ def _set_path(root: torch.nn.Module, target: str, tensor: torch.Tensor, *, param
         module.register_parameter(leaf, torch.nn.Parameter(tensor, requires_grad=False))
     else:
         module.register_buffer(leaf, tensor)
+
+
+def _payload(kind: str, body: dict, target: str, expected: torch.Tensor, payloads: tuple[dict, dict]) -> torch.Tensor:
+    """The archive's tensor for weight ``target`` (where ``ep.module()`` takes it: parameters and
+    persistent buffers from the weights, the rest from the constants), checked against the shape
+    and dtype the graph records for it (``_Unsupported`` otherwise: torch's load reports it)."""
+    weights, constants = payloads
+    source = weights if kind == "parameter" or (kind == "buffer" and body.get("persistent", True)) else constants
+    value = source.get(target)
+    if not isinstance(value, torch.Tensor) or value.shape != expected.shape or value.dtype != expected.dtype:
+        raise _Unsupported(f"the stored {kind} does not match the graph's record of it")
+    if (kind == "parameter") != isinstance(value, torch.nn.Parameter):
+        raise _Unsupported(f"a {kind} stored as {type(value).__name__}")
+    return value
+
+
+def _set_real(root: torch.nn.Module, target: str, value: torch.Tensor, kind: str, persistent: bool) -> None:
+    """Register ``value`` at ``target`` as ``ep.module()`` does: a parameter, a buffer (persistent
+    or not), or a tensor constant as a plain attribute."""
+    *path, leaf = target.split(".")
+    module = root
+    for part in path:
+        child = fx_compat.module_children(module).get(part)
+        if not isinstance(child, torch.nn.Module):
+            child = torch.nn.Module()
+            module.add_module(part, child)
+        module = child
+    if kind == "parameter":
+        module.register_parameter(leaf, value)
+    elif kind == "buffer":
+        module.register_buffer(leaf, value, persistent=persistent)
+    else:
+        setattr(module, leaf, value)
 
 
 def _metadata(node: torch.fx.Node, metadata: dict) -> None:

@@ -7,13 +7,16 @@ the window asks once per file (a ``QMessageBox`` naming it, default No) and the 
 ``PassTrust`` then lets exactly the files this window was told to trust run.
 
 A pass runs in a worker thread on a working copy (``Document.prepare_edit``) while a modal progress
-dialog waits with Cancel; cancelling drops the copy and changes nothing. The result is installed on
-the GUI thread as one edit (``Document.apply_edit(edit, prepared)``).
+dialog waits with Cancel; cancelling drops the copy and changes nothing. The same worker installs the
+result (``Document.stage_edit``: costs, shapes, budgets) and computes what the views will draw of it
+(``views_ahead``); the GUI thread only makes it one undoable edit (``Document.commit_staged``), so
+the window never stops answering for a pass on a large graph (issue #25).
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,7 +26,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QInputDialog, QProgressDial
 
 from fxstudio.core.errors import FxStudioError
 from fxstudio.core.passes import PassTrust, file_sha256
-from fxstudio.qt import stall_watch
+from fxstudio.qt import stall_watch, views_ahead
 from fxstudio.qt.actions.insert_dialog import InsertDialog
 from fxstudio.qt.actions.structure_actions import DocWatch, free_name
 from fxstudio.qt.open_dialogs import yes_or_no
@@ -161,7 +164,7 @@ class PassActions(QObject):
         QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
             if prepared is not None:
-                result = doc.apply_edit(edits[0], prepared=prepared)
+                result = doc.commit_staged(prepared)
             else:
                 result = doc.apply_edit(edits[0]) if len(edits) == 1 and label is None else doc.apply_edits(edits, label)
         except FxStudioError as exc:
@@ -174,11 +177,34 @@ class PassActions(QObject):
         return result, None
 
     def _run_ahead(self, doc, edit: dict):
-        """Run the edit's pass in a worker behind a modal progress dialog (Cancel drops it):
-        ``(PreparedEdit, None)`` or ``(None, reason)``."""
+        """Run the edit's pass in a worker behind a modal progress dialog (Cancel drops it), and
+        install its result there too, with what the views will draw of it (``views_ahead``): the
+        GUI thread only commits it. ``(StagedEdit, None)`` or ``(None, reason)``."""
         doc.module()  # recompile here, on the GUI thread: the worker only reads the graph
         what = edit.get("name") or edit.get("pattern")
-        task = BackgroundTask(lambda _ctx: doc.prepare_edit(edit), name="pass", parent=self)
+        canvas = getattr(self.parent_widget, "canvas", None)
+        if canvas is not None:
+            canvas.flush()  # the layout the new one keeps positions from
+        settings = views_ahead.canvas_settings(canvas) if canvas is not None else None
+        followers = getattr(self.parent_widget, "ahead_followers", lambda: [])()
+        box: dict = {}
+        lock = threading.Lock()
+
+        def work(ctx):
+            prepared = doc.prepare_edit(edit)
+            with lock:   # past this point Cancel is too late: the window waits for the install instead
+                ctx.check()
+                box["staging"] = True
+            ctx.progress(f"Installing the result of {what}…")
+            try:
+                box["staged"] = doc.stage_edit(edit, prepared)
+            except BaseException as exc:
+                box["error"] = exc
+                raise
+            views_ahead.prepare(doc, settings, staged=box["staged"], followers=followers)
+            return box["staged"]
+
+        task = BackgroundTask(work, name="pass", parent=self)
         progress = QProgressDialog(f"Running the pass {what}…", "Cancel", 0, 0, self.parent_widget)
         progress.setObjectName("passProgress")
         progress.setWindowTitle("Run Pass")
@@ -194,6 +220,14 @@ class PassActions(QObject):
         task.start()
         loop.exec()   # the window stays drawn; the modal progress dialog keeps edits out meanwhile
         self.running = None
+        with lock:
+            too_late = task.cancelled and box.get("staging")
+        if too_late:   # Cancel came while the result was being installed (a fraction of a second)
+            task.wait()
+            if "staged" in box:
+                outcome["prepared"] = box["staged"]
+            elif "error" in box:
+                outcome["error"] = box["error"]
         progress.reset()
         progress.deleteLater()
         if "prepared" in outcome:

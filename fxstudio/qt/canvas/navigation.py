@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
 
+from fxstudio.qt import views_ahead
 from fxstudio.qt.canvas import style as st
 from fxstudio.qt.canvas.realize import realize_view
 
@@ -157,7 +158,11 @@ class CanvasNavigation:
         cached = getattr(self, "_fed", None)
         if cached is not None and cached[0] == layout.serial:   # a resize of the opening view asks again
             return cached[1]
-        found = feeding_input(self.document.edited.graph) if self.document is not None else None
+        found = None
+        if self.document is not None:
+            graph = self.document.edited.graph
+            ahead = views_ahead.take(graph, "feeding_input", None, self.document.serial)
+            found = ahead[0] if ahead is not None else feeding_input(graph)
         boxes = []
         if found is not None and found[0] in layout.nodes:
             name, fed = found

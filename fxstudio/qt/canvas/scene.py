@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, QPointF, QRectF, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsScene
 
-from fxstudio.core.card_text import card_lines, module_caption, single_card_paths
+from fxstudio.core.card_text import card_lines, module_caption
 from fxstudio.core.gc_pause import collections_off
 from fxstudio.core.layout import Layout, ancestors
 from fxstudio.core.node_text import META_MODULE_PATH, card_target_text, edge_label
@@ -27,7 +27,8 @@ from fxstudio.qt.canvas.card_rows import port_offsets, weight_rows
 from fxstudio.qt.canvas.edge_item import EdgeItem
 from fxstudio.qt.canvas.items import CardInfo, GroupCard, GroupFrame, NodeCard, PortSpec
 from fxstudio.qt.canvas.overview import OverviewItem, bounds
-from fxstudio.qt.canvas.scene_index import LazyIds, SceneIndex, lazy_cards, lazy_edges, lazy_frames
+from fxstudio.qt.canvas.scene_index import (LazyIds, SceneIndex, lazy_cards, lazy_edges, lazy_frames, local_bounds,
+                                            local_single, local_table, path_counts)
 
 
 class CanvasScene(QGraphicsScene):
@@ -74,7 +75,8 @@ class CanvasScene(QGraphicsScene):
         self.last_update: dict = {}
         self._touched_cards: set[str] = set()   # cards added/moved/re-texted/removed by the last update
         self._hosts: dict[str, tuple[str, ...]] = {}   # folded weights by host card (``folded_hosts``)
-        self._single: set[str] = set()   # module paths holding one card (``card_text.single_card_paths``)
+        self._single: set[str] = set()   # module paths holding one card (as ``card_text.single_card_paths``)
+        self._counts: dict[str, int] | None = None   # cards per module path (``path_counts``)
         self._row_hosts: dict[int, str] | None = {}   # folded weight id -> its host's name (None: stale)
         self.overview = OverviewItem()
         self.overview.setVisible(False)
@@ -190,13 +192,16 @@ class CanvasScene(QGraphicsScene):
         (``Layout.delta``) keeps every card's place (``last_update["geometry"]`` is False).
         ``nodes`` (the refreshed nodes by name) is accepted as before; the scene reads ``gm``."""
         with collections_off():   # the index allocates a few objects per node: no full collections meanwhile
-            self._show_graph(gm, layout, id_of, refresh)
+            self._show_graph(gm, layout, id_of, refresh, nodes or {})
         self.layout_changed.emit()
 
-    def _show_graph(self, gm, layout: Layout, id_of, refresh: set[str] | None) -> None:
+    def _show_graph(self, gm, layout: Layout, id_of, refresh: set[str] | None, nodes: dict) -> None:
         base = self.layout
         rerouted = (refresh is not None and layout.delta is not None and base is not None
                     and layout.delta[0] == base.serial)
+        # One card inserted or erased (``Layout.local``): the index and tables follow from the shown ones.
+        local = (refresh is not None and layout.local is not None and base is not None
+                 and layout.local[0] == base.serial)
         self.graph_module = gm
         self.layout = layout
         self.id_of = id_of
@@ -207,22 +212,38 @@ class CanvasScene(QGraphicsScene):
         if rerouted:
             self.last_update["geometry"] = False   # no card or frame moved: the minimap stays as it is
         refresh = self._rows_refresh(layout, refresh)
-        table = self.node_table = {n.name: n for n in gm.graph.nodes}
-        single = self._single
-        if refresh is None or base is None or base.nodes.keys() != layout.nodes.keys():   # cards came or went
-            single = single_card_paths(table[n].meta.get(META_MODULE_PATH) or "" for n in layout.nodes if n in table)
-        refresh = _captions_refresh(base, layout, table, refresh, self._single ^ single)
+        old_table = self.node_table
+        table = local and local_table(old_table, layout, nodes)
+        table = self.node_table = table or {n.name: n for n in gm.graph.nodes}
+        counted = local and local_single(self._counts, self._single, layout, old_table, table)
+        if counted:
+            self._counts, single = counted
+        else:
+            single = self._single
+            if refresh is None or base is None or base.nodes.keys() != layout.nodes.keys():   # cards came or went
+                self._counts = path_counts(table[n].meta.get(META_MODULE_PATH) or "" for n in layout.nodes if n in table)
+                single = {p for p, c in self._counts.items() if c == 1}
+        # A module with a frame has no caption: those keep theirs whatever their count.
+        came = {p for p in self._single ^ single if p not in layout.groups} if local else self._single ^ single
+        if local and came <= set(layout.local[6:8]):   # a frame went or came back: its other card's caption
+            refresh = set(refresh) | layout.local[8]
+        else:
+            refresh = _captions_refresh(base, layout, table, refresh, came)
         self._single = single
-        self.index = SceneIndex(layout, table, [] if rerouted else _framed(gm, layout),
-                                cards_of=self.index if rerouted else None)
-        self.by_id.reset()
+        index = local and SceneIndex.after_local(self.index, layout, table)
+        self.index = index or SceneIndex(layout, table, [] if rerouted else _framed(gm, layout),
+                                         cards_of=self.index if rerouted else None)
+        if index:
+            self.by_id.after_local(layout, old_table, table)
+        else:
+            self.by_id.reset()
         self._covered = QRectF()
         self._sync_cards(table, layout, id_of, refresh)
         if not rerouted:
             self._sync_groups(layout)
         self._sync_edges(table, layout, refresh)
         if not rerouted:
-            x0, y0, x1, y1 = self.bounds = bounds(layout)
+            x0, y0, x1, y1 = self.bounds = local_bounds(self.bounds, layout) if index else bounds(layout)
             m = 200.0
             self.setSceneRect(QRectF(x0 - m, y0 - m, (x1 - x0) + 2 * m, (y1 - y0) + 2 * m))
         self.overview.set_layout(layout, self.ops(), self.bounds)
@@ -262,7 +283,7 @@ class CanvasScene(QGraphicsScene):
             for item in d.values():
                 self.removeItem(item)
             d.clear()
-        self._hosts, self._row_hosts, self._single = {}, {}, set()
+        self._hosts, self._row_hosts, self._single, self._counts = {}, {}, set(), None
         self.overview.set_layout(Layout(), {})
         self.layout = None
         self.graph_module = None

@@ -30,6 +30,7 @@ from fxstudio.qt.canvas.scene import CanvasScene
 from fxstudio.qt.canvas.search import CanvasSearch, SearchBar
 from fxstudio.qt.canvas.selection_band import SelectionBand
 from fxstudio.qt.doc_subscription import DocumentSubscription
+from fxstudio.qt import views_ahead
 from fxstudio.qt.selection import SelectionModel
 
 PORT_HINT = "Drag onto another card to feed this input from it"
@@ -178,8 +179,10 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         from fxstudio.core.layout import compute_layout
 
         gm = self.document.edited
-        layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous, changed=changed,
-                                fold_weights=self.fold_weights, merged=self.repeats.merged)
+        layout = views_ahead.take(gm.graph, "layout", views_ahead.canvas_settings(self).key, self.document.serial)
+        if layout is None:   # not laid out ahead by the worker that made this graph
+            layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous, changed=changed,
+                                    fold_weights=self.fold_weights, merged=self.repeats.merged)
         self.repeats.label(layout)
         scene = self.canvas_scene
         scene.show_graph(gm, layout, self.document.id_of, refresh, nodes)
@@ -263,9 +266,10 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
                 by_name[node.name] = node
                 by_name.update((u.name, u) for u in node.users)
                 by_name.update((i.name, i) for i in node.all_input_nodes)
-        # Only nodes changed (none added or removed): the layout may just reroute their input edges.
+        # The nodes the edit touched: a rewire may just reroute their input edges, an insert or an
+        # erase be laid out locally (``layout/local_relayout.py``).
         self._relayout(previous=self.canvas_scene.layout, refresh=set(by_name),
-                       changed=None if added or removed else touched, nodes=by_name)
+                       changed=touched, nodes=by_name)
 
     # -- view ---------------------------------------------------------------------------------
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt override)
