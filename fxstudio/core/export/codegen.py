@@ -22,6 +22,7 @@ import torch
 import torch.fx
 
 from fxstudio.core import fx_compat
+from fxstudio.core.compile_aside import compile_code
 from fxstudio.core.code_names import check_identifier, check_node_code_names, is_identifier
 from fxstudio.core.errors import ExportError
 from fxstudio.core.export.meta_weights import MATERIALIZE_CALL, MATERIALIZE_HELPER, built_on_meta, holds_meta, meta_devices_to_cpu
@@ -381,7 +382,7 @@ def generate_file(
         out += ["", "", *names_block(gm.graph)]
     source = "\n".join(out) + "\n"
     try:
-        compile(source, f"{class_name}.py", "exec")
+        compile_code(source, f"{class_name}.py")   # in the window's worker: off the interpreter lock
     except SyntaxError as exc:
         raise ExportError(f"the generated code does not compile (line {exc.lineno}: {exc.msg}); this is a bug in fxstudio's export") from None
     return GeneratedFile(source, weights, class_name, requirements)
