@@ -135,6 +135,8 @@ class PassActions(QObject):
         if doc is None:
             return []
         ids = set(self.selection.ids())
+        if not ids:   # nothing selected: no walk over the graph (every open and edit asks)
+            return []
         return [n for n in doc.edited.graph.nodes if doc.id_of(n) in ids]
 
     # ------------------------------------------------------------------ applying
