@@ -31,7 +31,6 @@ def make_app() -> QApplication:
     """The QApplication (created once), styled."""
     from PySide6.QtCore import qInstallMessageHandler
 
-    from fxstudio.core.fx_compat_compile import compile_off_lock
     from fxstudio.qt import stall_trace, stall_watch
     from fxstudio.qt.gui_gc import install_gui_thread_collector
     from fxstudio.qt.style import apply_app_style
@@ -54,7 +53,6 @@ def make_app() -> QApplication:
     # worker holding it: by default that worker keeps it up to 5 ms, and a frame that calls Python
     # a hundred times waited up to 0.5 s behind a load, a run or an export (issue #25).
     sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
-    compile_off_lock()   # workers' GraphModule recompiles no longer hold the lock for 0.1 s
     return app
 
 

@@ -157,6 +157,11 @@ class BackgroundTask(QObject):
     def _work(self, ctx: TaskContext) -> None:
         try:
             wait_for_importers()
+            # Here, not at start-up: it imports torch.fx, which the window must not wait for. Every
+            # model is opened by a task, so it is in place before any other worker recompiles.
+            from fxstudio.core.fx_compat_compile import compile_off_lock
+
+            compile_off_lock()   # workers' GraphModule recompiles no longer hold the lock for 0.1 s
             result = self.fn(ctx)
         except TaskCancelled:
             return

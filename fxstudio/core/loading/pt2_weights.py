@@ -20,7 +20,7 @@ import torch
 from fxstudio.core import fx_compat_export
 from fxstudio.core.code_names import shown
 from fxstudio.core.errors import LoadError
-from fxstudio.core.loading import pt2_limits
+from fxstudio.core.loading import pt2_values
 from fxstudio.core.loading.pt2_archive import _ZipRecords
 from fxstudio.core.loading.pt2_values import Unsupported
 
@@ -134,11 +134,7 @@ def _dtype(tm: dict) -> torch.dtype:
     device = tm.get("device") or {}
     if device.get("type") != "cpu" or tm.get("layout", STRIDED) != STRIDED:
         raise Unsupported("a payload that is not a strided cpu tensor")
-    name = pt2_limits.SCALAR_TYPES.get(tm.get("dtype"))
-    dtype = getattr(torch, name, None) if name else None
-    if not isinstance(dtype, torch.dtype):
-        raise Unsupported(f"dtype code {tm.get('dtype')!r}")
-    return dtype
+    return pt2_values.torch_value("as_scalar_type", tm.get("dtype"))
 
 
 def _ints(entries: Any) -> list[int]:
