@@ -58,7 +58,7 @@ class GuiThreadCollector(QObject):
         if count0 > self.threshold[0]:
             found = gc.collect(0)
             self.collections += 1
-            if count1 > self.threshold[1]:
+            if count1 > self.threshold[1] and not self._busy():
                 found += gc.collect(1)
                 if count2 > self.threshold[2]:
                     found += self._collect_old()
@@ -81,6 +81,16 @@ class GuiThreadCollector(QObject):
         found = gc.collect(2)
         gc.freeze()
         return found
+
+    @staticmethod
+    def _busy() -> bool:
+        """A background task is running: the older generations then hold what the worker is
+        building (a 200,000-node layout: millions of objects, 0.5-2 s to scan on the GUI thread).
+        Only the youngest is collected meanwhile (what came in the last timer period); the task's
+        survivors are frozen at its end (``freeze_survivors``)."""
+        from fxstudio.qt import workers
+
+        return workers.any_running()
 
     def idle(self) -> bool:
         """No background task and no window of the application active (the user works elsewhere):

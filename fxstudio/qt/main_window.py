@@ -37,6 +37,10 @@ from fxstudio.qt.window_fit import keep_on_screen, place_first
 STATE_VERSION = 1
 
 
+WARM_FAKE_AFTER_MS = 1000
+"""How long after a model is shown its fake-tensor checks start warming (an import of ~1 s)."""
+
+
 class MainWindow(WindowCommands, QMainWindow):
     """fxstudio's main window. ``document`` is the open ``Document`` or None."""
 
@@ -181,10 +185,15 @@ class MainWindow(WindowCommands, QMainWindow):
         self.update_chrome()
         if doc is not None:
             meta = self.options.get("device") == "meta" and not self.options.get("weights")
+            folded = len(self.canvas.collapsed) if self.canvas.collapsed and not self.canvas.repeats.on else 0
             self.statusBar().showMessage(f"Opened {doc.loaded.display_name}"
-                                         + (" on the meta device (no weights)" if meta else ""), 5000)
+                                         + (" on the meta device (no weights)" if meta else "")
+                                         + (f"; {len(doc.edited.graph.nodes):,} nodes, so its modules are folded "
+                                            "(+ on a module opens it)" if folded else ""), 8000 if folded else 5000)
             if not doc.read_only:
-                warm_fake_checks()  # the first edit or rewire drag then does not wait for torch's import
+                # the first edit or rewire drag then does not wait for torch's import; after the new
+                # graph's first frames, whose paints would wait for the importing thread (issue #25)
+                QTimer.singleShot(WARM_FAKE_AFTER_MS, warm_fake_checks)
         self.document_changed.emit(doc)
 
     def ahead_followers(self) -> list:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 _offers: "weakref.WeakKeyDictionary[Any, dict[str, tuple]]" = weakref.WeakKeyDictionary()
@@ -63,7 +63,8 @@ def prepare(doc, settings: CanvasSettings | None, *, diff: bool = False, opening
             followers=()) -> None:
     """In the worker that holds ``doc``'s graph: the canvas's layout (with ``settings``), the code
     view's generation and, with ``diff``, the change list's diff against the original; ``opening``:
-    the input the opening view starts at too. ``settings.previous``: a layout of the same graph
+    the modules a large graph opens folded (the layout's ``collapsed``) and the input the opening
+    view starts at too. ``settings.previous``: a layout of the same graph
     already drawn (a ``.pt2``'s structure), reused when nothing differs. ``staged``:
     the graph is this staged edit's (``Document.stage_edit``), for the state its commit makes;
     each of ``followers`` is then called with ``(doc, ids, serial)``, the node ids it touched
@@ -80,6 +81,12 @@ def prepare(doc, settings: CanvasSettings | None, *, diff: bool = False, opening
             follow(doc, ids, serial)
         # what the canvas's redraw passes as ``changed`` (``GraphCanvas._redraw``)
         touched = [n for n in map(doc.node, set(changes.added) | set(changes.changed)) if n is not None]
+    if settings is not None and opening:   # a large graph opens with its modules folded (large_fold.py)
+        from fxstudio.core.layout import opening_collapsed
+
+        folded = opening_collapsed(graph)
+        offer(graph, "opening_collapsed", None, serial, folded)
+        settings = replace(settings, collapsed=folded)
     if settings is not None:
         layout = compute_layout(graph, collapsed=settings.collapsed, previous=settings.previous, changed=touched,
                                 fold_weights=settings.fold_weights, merged=dict(settings.merged))

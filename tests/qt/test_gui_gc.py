@@ -172,3 +172,37 @@ def test_what_a_worker_left_is_frozen_and_the_full_scan_waits_for_an_idle_window
         assert died == [True] and not collector.full_due
     finally:
         collector.uninstall()
+
+
+def test_while_a_task_runs_only_the_youngest_generation_is_collected(qtbot, monkeypatch):
+    """A worker building a 200,000-node layout fills the older generations; scanning them from the
+    timer stalled the GUI thread for 0.5-2 s. While a ``BackgroundTask`` runs, the timer collects
+    generation 0 only; afterwards the older ones again."""
+    from fxstudio.qt import gui_gc
+    from fxstudio.qt.workers import BackgroundTask
+
+    collector = GuiThreadCollector(interval_ms=60_000)
+    monkeypatch.setattr(gui_gc, "_installed", collector)
+    collector.install()
+    generations: list = []
+    real = gc.collect
+    monkeypatch.setattr(gc, "collect", lambda *a: generations.append(a[0] if a else 2) or real(*a))
+    release = threading.Event()
+    task = BackgroundTask(lambda ctx: release.wait(30), name="layout")
+    try:
+        task.start()
+        for _ in range(3):
+            churn()   # past every threshold
+            collector.check()
+        assert generations and set(generations) == {0}, generations
+        release.set()
+        qtbot.waitUntil(lambda: task.done, timeout=10_000)
+        generations.clear()
+        hold = []
+        for _ in range(12):
+            hold.append([[i] for i in range(1000)])   # gen-0 passes its threshold at each check
+            collector.check()
+        assert 1 in generations, generations
+    finally:
+        release.set()
+        collector.uninstall()

@@ -11,8 +11,9 @@ from fxstudio.core.layout.metrics import count_crossings, overlapping_pairs, upw
 from fxstudio.core.layout.groups import ancestors, repeated_groups
 from fxstudio.core.layout.reroute import routes_into
 from fxstudio.core.layout.frame_checks import frame_problems
+from fxstudio.core.layout.opening_fold import FOLD_ABOVE, fold_inside, opened_collapsed, opening_collapsed
 from fxstudio.core.layout.repeats import RepeatFold, RepeatRun, differing_blocks, label_folds, repeat_folds, repeat_runs
 
 __all__ = ["EdgeRoute", "GroupBox", "Layout", "MAX_W", "NodeBox", "WEIGHT_ROW_H", "WEIGHT_ROWS_PAD", "ancestors", "compute_layout",
            "fold_plan", "folded_weights", "is_exported", "row_label", "row_shape", "rows_of", "count_crossings", "feeding_input", "overlapping_pairs", "repeated_groups", "routes_into", "upward_edges",
-           "frame_problems", "RepeatFold", "RepeatRun", "differing_blocks", "label_folds", "repeat_folds", "repeat_runs"]
+           "frame_problems", "FOLD_ABOVE", "fold_inside", "opened_collapsed", "opening_collapsed", "RepeatFold", "RepeatRun", "differing_blocks", "label_folds", "repeat_folds", "repeat_runs"]

@@ -71,7 +71,8 @@ class _Units:
     """What the layout places: real nodes outside collapsed groups, and one card per collapsed group."""
 
     def __init__(self, ga: GraphArrays, collapsed, merged: Mapping[str, str] | None = None):
-        owners = collapse_owner(ga.module_paths, frozenset(collapsed))
+        collapsed = frozenset(collapsed)
+        owners = ga.owners if ga.owners_for == collapsed else collapse_owner(ga.module_paths, collapsed)
         if merged:
             owners = [merged.get(o, o) if o is not None else None for o in owners]
         self.members: dict[str, int] = {}
@@ -253,7 +254,7 @@ def compute_layout(
 def _compute_layout(graph: torch.fx.Graph, *, collapsed, previous: Layout | None, sizes: Sizes, sweeps: int,
                     fold: bool = False, merged: Mapping[str, str] | None = None) -> Layout:
     t0 = time.perf_counter()
-    ga = extract_graph(graph, fold=fold)
+    ga = extract_graph(graph, fold=fold, collapsed=frozenset(collapsed))
     stamp = _Stamps(t0)
     stamp("extract")
     collapsed = frozenset(collapsed)

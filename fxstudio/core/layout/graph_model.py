@@ -16,6 +16,7 @@ import torch.fx
 
 from fxstudio.core.card_text import card_lines
 from fxstudio.core.layout.folding import row_label
+from fxstudio.core.layout.groups import collapse_owner
 from fxstudio.core.node_text import (META_DTYPE, META_HIDDEN, META_MODULE_PATH, META_MODULE_STACK, META_PARAM, META_SHAPE,
                                      is_lifted_weight, target_label)
 
@@ -90,6 +91,10 @@ class GraphArrays:
     skipped: int = 0
     fold: bool = False
     exported: bool = False
+    # With ``collapsed`` (``extract_graph``): each node's outermost collapsed group (None: shown as
+    # a card), for that set of collapsed paths; only shown cards' ``lines`` are counted.
+    owners: list | None = None
+    owners_for: frozenset | None = None
 
     @property
     def n(self) -> int:
@@ -115,11 +120,13 @@ def _nested_inputs(value, key) -> list[tuple[torch.fx.Node, int | str]]:
     return [item for item in found if not (item[0] in seen or seen.add(item[0]))]
 
 
-def extract_graph(graph: torch.fx.Graph, fold: bool = False) -> GraphArrays:
+def extract_graph(graph: torch.fx.Graph, fold: bool = False, collapsed: frozenset = frozenset()) -> GraphArrays:
     """Flatten ``graph`` into ``GraphArrays`` (nodes in graph order, which is topological).
 
     ``fold``: leave out the weights folded into their user's card and the export plumbing drawn
-    nowhere (``folding.fold_plan``); a host's ``rows`` and label length count its weight rows."""
+    nowhere (``folding.fold_plan``); a host's ``rows`` and label length count its weight rows.
+    ``collapsed``: module paths drawn as one card each; their members' card texts are not measured
+    (a large graph opens folded: ``opening_fold.py``)."""
     nodes = list(graph.nodes)
     plan = _fold_plan(nodes) if fold else None
     if plan is not None:
@@ -199,11 +206,17 @@ def extract_graph(graph: torch.fx.Graph, fold: bool = False) -> GraphArrays:
             # Parameters and constants, and non-tensor plumbing (x.shape, its getitems): both
             # belong next to the op that uses them.
             wl[i] = True
+    owners = collapse_owner(paths, collapsed) if collapsed else None
+    if owners is None:
+        lines = np.fromiter(map(card_lines, nodes), np.int64, count)
+    else:
+        lines = np.fromiter((card_lines(node) if owner is None else 2 for node, owner in zip(nodes, owners)),
+                            np.int64, count)
     ga = GraphArrays(
         names=names, ops=ops, targets=targets, module_paths=paths, module_stacks=stacks,
         label_len=label_len, weight_like=np.asarray(wl, dtype=bool),
         src=np.asarray(src, dtype=np.int64), dst=np.asarray(dst, dtype=np.int64), keys=keys,
-        lines=np.fromiter(map(card_lines, nodes), np.int64, count),
+        lines=lines, owners=owners, owners_for=frozenset(collapsed) if owners is not None else None,
     )
     if plan is None:
         return ga

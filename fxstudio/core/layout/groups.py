@@ -35,14 +35,23 @@ def collapse_owner(paths: list[str], collapsed) -> list[str | None]:
     """For each node's module path, the outermost collapsed group containing it, or None."""
     if not collapsed:
         return [None] * len(paths)
-    cache: dict[str, str | None] = {}
+    collapsed = frozenset(collapsed)
+    cache: dict[str, str | None] = {"": None}
+
+    def owner(p: str) -> str | None:
+        # the parent's owner first: the outermost collapsed ancestor wins (each path looked up once)
+        parent = p.rpartition(".")[0]
+        found = cache[parent] if parent in cache else owner(parent)
+        if found is None and p in collapsed:
+            found = p
+        cache[p] = found
+        return found
+
+    get = cache.get
     out = []
     for p in paths:
-        owner = cache.get(p, "")
-        if owner == "":
-            owner = next((a for a in ancestors(p) if a in collapsed), None)
-            cache[p] = owner
-        out.append(owner)
+        o = get(p, "")
+        out.append(owner(p) if o == "" else o)
     return out
 
 

@@ -483,7 +483,7 @@ class GroupCard(_GroupItem):
             return
         painter.setPen(st.pen(st.TEXT_MUTED))
         painter.setFont(st.font("body"))
-        detail = f"{cls} · {self.group.members} nodes" if cls else f"{self.group.members} nodes"
+        detail = f"{cls} · {self.group.members:,} nodes" if cls else f"{self.group.members:,} nodes"
         painter.drawText(QRectF(8, st.HEADER_H, r.width() - 16, r.height() - st.HEADER_H),
                          Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft,
                          _metrics("body").elidedText(detail, Qt.TextElideMode.ElideRight, r.width() - 16))

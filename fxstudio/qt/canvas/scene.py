@@ -27,7 +27,7 @@ from fxstudio.qt.canvas.card_rows import port_offsets, weight_rows
 from fxstudio.qt.canvas.edge_item import EdgeItem
 from fxstudio.qt.canvas.items import CardInfo, GroupCard, GroupFrame, NodeCard, PortSpec
 from fxstudio.qt.canvas.overview import OverviewItem, bounds
-from fxstudio.qt.canvas.scene_index import (LazyIds, SceneIndex, lazy_cards, lazy_edges, lazy_frames, local_bounds,
+from fxstudio.qt.canvas.scene_index import (LazyIds, SceneIndex, lazy_cards, lazy_edges, lazy_frames, lazy_group_cards, local_bounds,
                                             local_single, local_table, path_counts)
 
 
@@ -66,7 +66,8 @@ class CanvasScene(QGraphicsScene):
         self.live_frames: dict[str, GroupFrame] = {}
         self.frames = lazy_frames(self)
         self.frame_made: Callable[[str, GroupFrame], None] | None = None
-        self.group_cards: dict[str, GroupCard] = {}
+        self.live_folded: dict[str, GroupCard] = {}
+        self.group_cards = lazy_group_cards(self)   # collapsed modules' cards, made where looked at
         self.bounds = (0.0, 0.0, 0.0, 0.0)   # of the current layout
         self._covered = QRectF()   # the rectangle whose items are all made (``realize``)
         self._overview_on = False
@@ -92,7 +93,7 @@ class CanvasScene(QGraphicsScene):
         if self._overview_on != on:
             self._overview_on = on
             self.overview.setVisible(on)
-            for d in (self.live_cards, self.live_edges, self.live_frames, self.group_cards):
+            for d in (self.live_cards, self.live_edges, self.live_frames, self.live_folded):
                 for item in d.values():
                     item.setVisible(not on)
 
@@ -134,6 +135,14 @@ class CanvasScene(QGraphicsScene):
             self.frame_made(path, item)
         return item
 
+    def make_group_card(self, path: str) -> GroupCard:
+        """Make the card of the collapsed module ``path`` (which has none yet)."""
+        item = GroupCard(self.layout.groups[path])
+        self._add(item)
+        self.live_folded[path] = item
+        self.last_update["groups_added"] = self.last_update.get("groups_added", 0) + 1
+        return item
+
     def make_edge(self, key: tuple) -> EdgeItem:
         """Make the edge item of ``key`` (which has none yet) along its route."""
         route = self.layout.edges[self.index.edge_pos[key]]
@@ -158,6 +167,7 @@ class CanvasScene(QGraphicsScene):
         deadline = None if budget_s is None else time.perf_counter() + budget_s
         index = self.index
         for keys, live, make in ((index.frames_in(rect), self.live_frames, self.make_frame),
+                                 (index.folded_in(rect), self.live_folded, self.make_group_card),
                                  (index.cards_in(rect), self.live_cards, self.make_card),
                                  (index.edges_in(rect), self.live_edges, self.make_edge)):
             for i, key in enumerate(keys):
@@ -181,6 +191,9 @@ class CanvasScene(QGraphicsScene):
         near_f = set(self.index.frames_in(keep))
         for path in [p for p in self.live_frames if p not in near_f]:
             self.removeItem(self.live_frames.pop(path))
+        near_g = set(self.index.folded_in(keep))
+        for path in [p for p in self.live_folded if p not in near_g]:
+            self.removeItem(self.live_folded.pop(path))
 
     # -- building -----------------------------------------------------------------------------
     def show_graph(self, gm: torch.fx.GraphModule, layout: Layout, id_of: Callable[[torch.fx.Node], int],
@@ -279,7 +292,7 @@ class CanvasScene(QGraphicsScene):
 
     def clear_graph(self) -> None:
         """Remove every item (no document open)."""
-        for d in (self.live_cards, self.live_edges, self.live_frames, self.group_cards):
+        for d in (self.live_cards, self.live_edges, self.live_frames, self.live_folded):
             for item in d.values():
                 self.removeItem(item)
             d.clear()
@@ -355,34 +368,18 @@ class CanvasScene(QGraphicsScene):
                 card.box_key = key
 
     def _sync_groups(self, layout: Layout) -> None:
-        # Collapsed modules' cards are few: all made. Module frames are made where looked at
-        # (``realize``); those made follow their group or go.
-        gcards = {}
+        # Collapsed modules' cards and module frames are made where looked at (``realize``); those
+        # made follow their group or go.
         stats = self.last_update
-        for path, g in layout.groups.items():
-            if g.collapsed:
-                item = self.group_cards.pop(path, None)
-                if item is None:
-                    item = GroupCard(g)
-                    self._add(item)
-                    stats["groups_added"] += 1
+        for live, listed in ((self.live_folded, self.index.folded_pos), (self.live_frames, self.index.frame_pos)):
+            for path, item in list(live.items()):
+                g = layout.groups.get(path)
+                if path not in listed or g is None:
+                    self.removeItem(live.pop(path))
+                    stats["groups_removed"] += 1
                 elif item.group is not g and item.group != g:
                     item.set_group(g)
                     stats["groups_moved"] += 1
-                gcards[path] = item
-        for item in self.group_cards.values():
-            self.removeItem(item)
-            stats["groups_removed"] += 1
-        self.group_cards = gcards
-        framed = self.index.frame_pos
-        for path, item in list(self.live_frames.items()):
-            g = layout.groups.get(path)
-            if path not in framed or g is None:
-                self.removeItem(self.live_frames.pop(path))
-                stats["groups_removed"] += 1
-            elif item.group is not g and item.group != g:
-                item.set_group(g)
-                stats["groups_moved"] += 1
 
     def frame_titles_near(self, rect: QRectF) -> list[QRectF]:
         """The title bands of the module frames that meet ``rect``: where an edge's shape label

@@ -49,6 +49,7 @@ class SceneIndex:
         if cards_of is not None:
             self.names, self.pos, self._cards = cards_of.names, cards_of.pos, cards_of._cards
             self.frame_paths, self.frame_pos, self._frames = cards_of.frame_paths, cards_of.frame_pos, cards_of._frames
+            self.folded_paths, self.folded_pos, self._folded = cards_of.folded_paths, cards_of.folded_pos, cards_of._folded
         else:
             self.names = [n for n in layout.nodes if n in nodes]
             self.pos = {n: i for i, n in enumerate(self.names)}
@@ -56,6 +57,10 @@ class SceneIndex:
             self.frame_paths = list(framed)
             self.frame_pos = {p: i for i, p in enumerate(self.frame_paths)}
             self._frames = box_arrays([layout.groups[p] for p in self.frame_paths])
+            # collapsed modules' cards: a large graph opens with thousands (``large_fold.py``)
+            self.folded_paths = [p for p, g in layout.groups.items() if g.collapsed]
+            self.folded_pos = {p: i for i, p in enumerate(self.folded_paths)}
+            self._folded = box_arrays([layout.groups[p] for p in self.folded_paths])
         routes = layout.edges
         self._edge_tables(edge_keys(routes))
         self._edges = route_bounds(routes)
@@ -74,10 +79,11 @@ class SceneIndex:
         out = cls.__new__(cls)
         cards = base._cards
         frames = base._frames
+        folded = base._folded
         edges = tuple(a[np.maximum(old_pos, 0)] for a in base._edges)
         if shift is not None:
             yb, dh = shift
-            cards, frames = _moved(cards, yb, dh), _moved(frames, yb, dh)
+            cards, frames, folded = _moved(cards, yb, dh), _moved(frames, yb, dh), _moved(folded, yb, dh)
             edges = _moved(edges, yb, dh)
         if removed is not None:
             k = base.pos.get(removed)
@@ -106,6 +112,7 @@ class SceneIndex:
             frame_pos[restored] = len(frame_paths) - 1
             frames = tuple(np.append(a, v) for a, v in zip(frames, (g.x, g.y, g.x + g.w, g.y + g.h)))
         out.frame_paths, out.frame_pos, out._frames = frame_paths, frame_pos, frames
+        out.folded_paths, out.folded_pos, out._folded = base.folded_paths, base.folded_pos, folded
         routes = layout.edges
         # Kept routes keep their keys (an edge is redone with every other edge into its card).
         fresh_at = np.flatnonzero(old_pos < 0).tolist()
@@ -163,6 +170,10 @@ class SceneIndex:
     def frames_in(self, rect: QRectF) -> list[str]:
         """Paths of the module frames meeting ``rect``, outer ones first."""
         return [self.frame_paths[i] for i in _meeting(self._frames, rect, 0.0)]
+
+    def folded_in(self, rect: QRectF) -> list[str]:
+        """Paths of the collapsed modules whose cards meet ``rect``."""
+        return [self.folded_paths[i] for i in _meeting(self._folded, rect, 0.0)]
 
     def titles_meeting(self, rect: QRectF, band_h: float) -> list[QRectF]:
         """The title bands (the top ``band_h`` of each module frame) that meet ``rect``."""
@@ -321,6 +332,11 @@ def lazy_cards(scene: CanvasScene) -> LazyItems:
 def lazy_frames(scene: CanvasScene) -> LazyItems:
     """Group path → its module frame (``GroupFrame``)."""
     return LazyItems(scene, "live_frames", "frame_paths", "frame_pos", "make_frame")
+
+
+def lazy_group_cards(scene: CanvasScene) -> LazyItems:
+    """Collapsed module path → its card (``GroupCard``)."""
+    return LazyItems(scene, "live_folded", "folded_paths", "folded_pos", "make_group_card")
 
 
 def lazy_edges(scene: CanvasScene) -> LazyItems:

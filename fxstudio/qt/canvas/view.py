@@ -19,7 +19,9 @@ from PySide6.QtWidgets import QFrame, QGraphicsView, QToolTip, QWidget
 from fxstudio.core.errors import EditRefused
 from fxstudio.qt.canvas.card_rows import mark_selected_rows
 from fxstudio.qt.canvas.hint import CanvasHint, place_hint
+from fxstudio.qt.canvas import large_fold
 from fxstudio.qt.canvas.items import GroupCard
+from fxstudio.qt.canvas.large_fold import FoldToggles
 from fxstudio.qt.canvas.minimap import Minimap
 from fxstudio.qt.canvas.navigation import MIN_READABLE_ZOOM, ZOOM_STEP, CanvasNavigation  # noqa: F401 (re-exported)
 from fxstudio.qt.canvas.overlays import CanvasOverlays
@@ -48,7 +50,7 @@ CANVAS_KEYS: tuple[tuple[str, str], ...] = (
     ("Shift+drag / Ctrl+drag on empty space", "Select the cards inside the band / add them to the selection"),
 )
 MINIMAP_DELAY_MS = 150   # minimap repaint after an incremental redraw (see _layout_changed)
-MINIMAP_DEFER_CARDS = 50_000   # a bigger graph opens with its canvas first, the minimap a moment later
+MINIMAP_DEFER_CARDS = 20_000   # a bigger graph opens with its canvas first, the minimap a moment later
 
 
 class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView):
@@ -76,6 +78,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.document = None
         self.collapsed: set[str] = set()
         self.repeats = RepeatFolding()   # View ▸ Fold Repeated Blocks (repeat_fold.py)
+        self.fold_toggles = FoldToggles(self)   # module groups opened and folded (large_fold.py)
         self.fold_weights = True   # weights used by one op are rows of its card (View ▸ Fold Weights into Cards)
         self._subscription = DocumentSubscription(self._on_event)
         self._pending: list = []      # document events not drawn yet
@@ -139,7 +142,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         if doc is None or self.document is None or _model(doc) != _model(self.document):
             self.reset_search()   # another model: the last one's query means nothing here
         self.document = doc
-        self.collapsed = set()
+        self.fold_toggles.cancel()
+        self.collapsed = large_fold.opening_collapsed(self, doc) if doc is not None else set()
         self.repeats.reset()
         self.clear_overlays()   # a run's divergence and a diff belong to the document they came from
         if doc is None:
@@ -279,28 +283,9 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
 
     # -- collapse -----------------------------------------------------------------------------
     def toggle_group(self, path: str) -> None:
-        """Collapse or expand the module group ``path``, keeping its corner where it was on screen."""
-        self.flush()
-        if self.repeats.unfold(self, path):
-            return
-        before = self._group_corner(path)
-        anchor = self.mapFromScene(before) if before is not None else None
-        if path in self.collapsed:
-            self.collapsed.discard(path)
-        else:
-            self.collapsed = {p for p in self.collapsed if not p.startswith(path + ".")} | {path}
-        # A fresh layout (not ``previous=``): folding changes the shape of the whole column, and
-        # pinning the old positions leaves zig-zag edges through the gap. The user's place is
-        # kept by the anchor below instead.
-        self._relayout(previous=None)
-        after = self._group_corner(path)
-        if anchor is not None and after is not None:
-            centre = QPointF(self.viewport().rect().center())
-            self.centerOn(after + (centre - QPointF(anchor)) / self.zoom())
-
-    def _group_corner(self, path: str) -> QPointF | None:
-        g = self.canvas_scene.layout.groups.get(path) if self.canvas_scene.layout else None
-        return QPointF(g.x, g.y) if g is not None else None
+        """Collapse or expand the module group ``path``, keeping its corner where it was on screen
+        (a large graph's in a worker: ``large_fold.py``)."""
+        self.fold_toggles.toggle(path)
 
     # -- selection ----------------------------------------------------------------------------
     def _selection_changed(self, ids: list) -> None:
@@ -554,7 +539,8 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         if update.get("geometry") is False:
             pass   # no card or frame moved: the thumbnail (boxes only) is still right
         elif self.canvas_scene.layout is not None and (
-                update.get("incremental") or len(self.canvas_scene.cards) > MINIMAP_DEFER_CARDS):
+                update.get("incremental")
+                or len(self.canvas_scene.cards) + len(self.canvas_scene.group_cards) > MINIMAP_DEFER_CARDS):
             self._minimap_timer.start()
         else:
             self._minimap_timer.stop()

@@ -1,0 +1,145 @@
+"""Opening and folding modules of a large graph: the canvas side of ``core/layout/opening_fold.py``.
+
+A graph over ``FOLD_ABOVE`` nodes opens with its modules folded (the worker that loaded it chose
+the fold and laid it out: ``views_ahead.prepare``). Opening or folding a module of such a graph
+lays it out again in a worker, never on the GUI thread: the status bar says what is being laid
+out, the canvas stays where it is meanwhile, and a second toggle before the first is drawn is
+refused with a line that says so. In smaller graphs a toggle lays out at once, as before.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF
+
+from fxstudio.qt import views_ahead
+
+BUSY_HINT = "Still laying out {what}: one moment"
+
+
+def opening_collapsed(canvas, doc) -> set[str]:
+    """The groups ``doc``'s graph opens folded: what its loading worker chose, else chosen here."""
+    from fxstudio.core.layout import opening_collapsed as choose
+
+    graph = doc.edited.graph
+    offered = views_ahead.take(graph, "opening_collapsed", None, doc.serial)
+    return set(offered if offered is not None else choose(graph))
+
+
+def is_large(doc) -> bool:
+    """Whether toggles in ``doc``'s graph are laid out in a worker (and open with the budget)."""
+    from fxstudio.core.layout import FOLD_ABOVE
+
+    return len(doc.edited.graph.nodes) > FOLD_ABOVE
+
+
+class FoldToggles:
+    """Collapse or expand a module group of the canvas's graph, keeping its corner on screen."""
+
+    def __init__(self, canvas):
+        self.canvas = canvas
+        self.task = None   # the worker laying out a large graph's toggle
+
+    @property
+    def busy(self) -> bool:
+        """A large graph's toggle is being laid out."""
+        return self.task is not None
+
+    def toggle(self, path: str) -> None:
+        """Collapse ``path``, or expand it (in a large graph, with its contents folded as the
+        budget asks)."""
+        canvas = self.canvas
+        canvas.flush()
+        if canvas.repeats.unfold(canvas, path):
+            return
+        doc = canvas.document
+        if doc is None:
+            return
+        if self.task is not None:
+            canvas.status_hint.emit(BUSY_HINT.format(what=self.task.name_shown))
+            return
+        anchor = self._anchor(path)
+        opening = path in canvas.collapsed
+        if not is_large(doc):
+            canvas.collapsed = set(_toggled(doc.edited.graph, canvas.collapsed, path, opening))
+            self._draw(path, anchor)
+            return
+        self._start(doc, path, opening, anchor)
+
+    def _anchor(self, path: str):
+        before = _group_corner(self.canvas, path)
+        return self.canvas.mapFromScene(before) if before is not None else None
+
+    def _draw(self, path: str, anchor) -> None:
+        # A fresh layout (not ``previous=``): folding changes the shape of the whole column, and
+        # pinning the old positions leaves zig-zag edges through the gap. The user's place is
+        # kept by the anchor instead.
+        canvas = self.canvas
+        canvas._relayout(previous=None)
+        after = _group_corner(canvas, path)
+        if anchor is not None and after is not None:
+            centre = QPointF(canvas.viewport().rect().center())
+            canvas.centerOn(after + (centre - QPointF(anchor)) / canvas.zoom())
+
+    def _start(self, doc, path: str, opening: bool, anchor) -> None:
+        from fxstudio.qt.workers import BackgroundTask
+
+        canvas = self.canvas
+        graph, serial, before = doc.edited.graph, doc.serial, frozenset(canvas.collapsed)
+        settings = views_ahead.canvas_settings(canvas, keep_positions=False)
+
+        def work(ctx):
+            from fxstudio.core.layout import compute_layout
+
+            collapsed = _toggled(graph, before, path, opening)
+            layout = compute_layout(graph, collapsed=collapsed, fold_weights=settings.fold_weights,
+                                    merged=dict(settings.merged))
+            return collapsed, layout
+
+        task = BackgroundTask(work, name="layout", parent=canvas)
+        task.name_shown = path
+        task.succeeded.connect(lambda result: self._done(task, doc, serial, before, path, anchor, result))
+        task.failed.connect(lambda exc, tb: self._failed(task, path, exc))
+        self.task = task
+        canvas.status_hint.emit(f"Laying out {path}…")
+        task.start()
+
+    def _done(self, task, doc, serial, before, path, anchor, result) -> None:
+        if self.task is not task:
+            return
+        self.task = None
+        canvas = self.canvas
+        if canvas.document is not doc or doc.serial != serial or frozenset(canvas.collapsed) != before:
+            canvas.status_hint.emit(f"{path} was not toggled: the graph changed while it was laid out")
+            return
+        collapsed, layout = result
+        canvas.collapsed = set(collapsed)
+        views_ahead.offer(doc.edited.graph, "layout", views_ahead.canvas_settings(canvas).key, serial, layout)
+        self._draw(path, anchor)
+        canvas.status_hint.emit(f"Laid out {path}: {len(layout.nodes) + len(layout.groups):,} cards and frames")
+
+    def _failed(self, task, path: str, exc) -> None:
+        if self.task is task:
+            self.task = None
+            self.canvas.status_hint.emit(f"{path} could not be laid out: {exc}")
+
+    def cancel(self) -> None:
+        """Drop a pending toggle (another document is shown)."""
+        if self.task is not None:
+            self.task.cancel()
+            self.task = None
+
+
+def _toggled(graph, collapsed, path: str, opening: bool) -> frozenset[str]:
+    """``collapsed`` after ``path`` is opened (``opening``; in a large graph its contents folded as
+    the budget asks) or folded (its inner folds forgotten)."""
+    if opening:
+        from fxstudio.core.layout import opened_collapsed
+
+        return opened_collapsed(graph, collapsed, path)
+    return frozenset(p for p in collapsed if not p.startswith(path + ".")) | {path}
+
+
+def _group_corner(canvas, path: str) -> QPointF | None:
+    layout = canvas.canvas_scene.layout
+    g = layout.groups.get(path) if layout else None
+    return QPointF(g.x, g.y) if g is not None else None
