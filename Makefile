@@ -34,7 +34,7 @@ test: $(STAMP)
 	@# Byte-code for every module, written even where PYTHONDONTWRITEBYTECODE is set: each of the
 	@# hundreds of fresh processes the tests start would compile fxstudio's sources again (~0.9 s).
 	$(PY) -m compileall -q -j 0 fxstudio tests bench >/dev/null
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider -n 2
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider -n 2 --dist worksteal --durations=20
 
 # The core and CLI tests on a second torch release (pyproject.toml says why this one), in its own venv,
 # so a torch upgrade cannot silently switch off a fast path. No CPU build of it is served here: pip
@@ -53,7 +53,7 @@ $(STAMP2): pyproject.toml
 
 test-torch2: $(STAMP2)
 	$(VENV2)/bin/python -m compileall -q -j 0 fxstudio tests bench >/dev/null
-	QT_QPA_PLATFORM=offscreen $(VENV2)/bin/python -m pytest -q -p no:cacheprovider -n 2 tests/core tests/cli
+	QT_QPA_PLATFORM=offscreen $(VENV2)/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist worksteal tests/core tests/cli
 
 bench: $(STAMP)
 	# Graphviz dot is the layout benchmark's reference.
