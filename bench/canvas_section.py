@@ -112,7 +112,7 @@ def measure_folded_open(app, n_nodes: int) -> dict | None:
     app.processEvents()
     try:
         t0 = time.perf_counter()
-        views_ahead.prepare(doc, views_ahead.CanvasSettings(fold_weights=canvas.fold_weights), opening=True)
+        views_ahead.prepare(doc, views_ahead.CanvasSettings(fold_weights=canvas.fold_weights), diff=True, opening=True)
         t1 = time.perf_counter()
         canvas.set_document(doc)
         canvas.viewport().repaint()

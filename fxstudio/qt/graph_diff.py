@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
 
 from fxstudio.core.compare import GraphDiff, GraphDiffer
 from fxstudio.qt import views_ahead
+from fxstudio.qt.aside import Aside, large_graph
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.divergence_colors import DIFF_COLORS as KIND_COLORS
 from fxstudio.qt.selection import SelectionModel
@@ -45,6 +46,7 @@ class GraphDiffView(QWidget):
         self.diff: GraphDiff | None = None
         self._subscription = DocumentSubscription(self._document_changed)
         self._differ: GraphDiffer | None = None
+        self.aside = Aside(self, "diff")   # a large graph's full diff, in a worker (aside.py)
         self.dirty = False  # the document changed since the list was drawn
         self._full = False  # the diff itself needs a full pass
         self.live = lambda: False  # True: a listener needs each diff at once (set by the run pane)
@@ -69,6 +71,7 @@ class GraphDiffView(QWidget):
     def set_document(self, doc) -> None:
         """Show the diff of ``doc`` (None: nothing) and follow its edits."""
         self.doc = doc
+        self.aside.cancel()
         self._ahead = None
         self._differ = None
         self._pending = set()
@@ -79,7 +82,8 @@ class GraphDiffView(QWidget):
         kind = getattr(event, "kind", "edited")
         if kind == "saved":
             return
-        if kind in ("edited", "undone", "redone") and self._differ is not None and not self._full:
+        if (kind in ("edited", "undone", "redone") and self._differ is not None and not self._full
+                and not self.aside.busy):   # a worker diffing uses the differ: a full pass after it
             # Only the nodes the event names can have changed: re-examine those (cheap), so the
             # diff (and the canvas's rings) stay current; the list itself is redrawn later.
             ids = set(event.added) | set(event.removed) | set(event.changed)
@@ -101,7 +105,7 @@ class GraphDiffView(QWidget):
     def update_ahead(self, doc, ids, serial: int) -> None:
         """In the worker that staged an edit of ``doc`` (the window waits for it): re-examine the
         nodes ``ids`` now, so that the event committing it at ``serial`` finds them done."""
-        if doc is self.doc and self._differ is not None and not self._full and not self._pending:
+        if doc is self.doc and self._differ is not None and not self._full and not self._pending and not self.aside.busy:
             self._differ.update(doc.edited, ids, doc.node)
             self._ahead = (serial, frozenset(ids))
 
@@ -153,12 +157,39 @@ class GraphDiffView(QWidget):
             ahead = views_ahead.take(self.doc.edited.graph, "diff", None, self.doc.serial) if self._differ is None else None
             if ahead is not None:   # diffed by the worker that made this graph
                 self._differ, self.diff = ahead
+            elif large_graph(self.doc.edited.graph):   # 5 s at 200,000 nodes: in a worker
+                self._diff_aside()
+                return
             else:
                 if self._differ is None:
                     self._differ = GraphDiffer(self.doc.original)
                 self.diff = self._differ.diff(self.doc.edited)
         self._redraw()
         self.diff_changed.emit(self.diff)
+
+    def _diff_aside(self) -> None:
+        """The full diff in a worker (and the original's signatures, the first time); the list
+        says so meanwhile. A diff that an edit overtook is done again; the differ is kept."""
+        doc, differ = self.doc, self._differ
+        original, edited = doc.original, doc.edited
+
+        def work():
+            made = differ if differ is not None else GraphDiffer(original)
+            return made, made.diff(edited)
+
+        def deliver(result, current: bool) -> None:
+            if result is not None:
+                self._differ = result[0]   # the original does not change: good for every later diff
+            if not current:
+                self._full = True
+                self._timer.start()
+                return
+            self.diff = result[1]
+            self._redraw()
+            self.diff_changed.emit(self.diff)
+
+        self.summary.setText(f"Comparing {len(edited.graph.nodes):,} nodes with the original…")
+        self.aside.start(doc, work, deliver)
 
     def _redraw(self) -> None:
         """Redraw the list from ``self.diff``."""

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QTreeWidget, QTr
 
 from fxstudio.core.node_checks import CheckState
 from fxstudio.qt import views_ahead
+from fxstudio.qt.aside import Aside, large_graph
 from fxstudio.qt.doc_subscription import DocumentSubscription
 from fxstudio.qt.lazy_refresh import LazyRefresh
 from fxstudio.qt.pane_layout import bar_over
@@ -60,6 +61,7 @@ class ProblemsView(QWidget):
         clear.clicked.connect(lambda: self.clear(keep=("lint", "torch", "load")))
         bar_over(self, [self.summary, clear], self.tree, bar_margins=(6, 2, 4, 0))
         self.lazy = LazyRefresh(self, self.relint, delay_ms=150)
+        self.aside = Aside(self, "lint")   # a large graph's verdict, in a worker (aside.py)
 
     @property
     def rejections(self) -> list:
@@ -78,6 +80,7 @@ class ProblemsView(QWidget):
         """Start over for ``doc``: its load notes and its lint verdict (journal reports stay: they
         are about the start-up, not about one model)."""
         self.doc = doc
+        self.aside.cancel()
         self._subscription.follow(doc)
         self.checks.reset(doc)
         self.clear(keep=("journal",))
@@ -88,16 +91,36 @@ class ProblemsView(QWidget):
 
     def relint(self) -> None:
         """Run ``graph.lint()`` and torch's checks on the edited graph (``Document.verdict``): the
-        verdict in the first row, then one error row per node torch rejects."""
-        for i in reversed(range(self.tree.topLevelItemCount())):
-            if self.tree.topLevelItem(i).text(1) in ("lint", "torch"):
-                self.tree.takeTopLevelItem(i)
-        self.checks_message = ""
+        verdict in the first row, then one error row per node torch rejects. A large graph's (1.2 s
+        at 200,000 nodes) is checked in a worker, a row saying so meanwhile (``aside.py``)."""
+        self._clear_checks()
         if self.doc is None:
             self.lint_message = ""
             self._update_summary()
             return
-        verdict = views_ahead.take(self.doc.edited.graph, "verdict", None, self.doc.serial) or self.doc.verdict()
+        doc = self.doc
+        verdict = views_ahead.take(doc.edited.graph, "verdict", None, doc.serial)
+        if verdict is None and large_graph(doc.edited.graph):
+            def deliver(result, current: bool) -> None:
+                if current:
+                    self._clear_checks()
+                    self._show(result)
+                else:
+                    self.lazy.request()   # edited meanwhile: check the graph as it is now
+            self.add("info", "lint", f"Checking the {len(doc.edited.graph.nodes):,} nodes of the edited graph…",
+                     position=0)
+            self.aside.start(doc, doc.verdict, deliver)
+            return
+        self._show(verdict or doc.verdict())
+
+    def _clear_checks(self) -> None:
+        for i in reversed(range(self.tree.topLevelItemCount())):
+            if self.tree.topLevelItem(i).text(1) in ("lint", "torch"):
+                self.tree.takeTopLevelItem(i)
+        self.checks_message = ""
+
+    def _show(self, verdict) -> None:
+        """The rows of ``verdict`` (a ``node_checks.GraphVerdict`` of the edited graph)."""
         self.checks_message = verdict.message
         if verdict.status == "failed":  # lint reports any structural problem as an exception
             self.lint_message = verdict.message.splitlines()[0]

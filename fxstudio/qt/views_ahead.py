@@ -68,9 +68,10 @@ def prepare(doc, settings: CanvasSettings | None, *, diff: bool = False, opening
     already drawn (a ``.pt2``'s structure), reused when nothing differs. ``staged``:
     the graph is this staged edit's (``Document.stage_edit``), for the state its commit makes;
     each of ``followers`` is then called with ``(doc, ids, serial)``, the node ids it touched
-    (``GraphDiffView.update_ahead``)."""
+    (``GraphDiffView.update_ahead``). The lint verdict, code and diff of a graph over ``FOLD_ABOVE``
+    nodes are left to the views' own workers (``aside.py``): the graph is drawn without them."""
     from fxstudio.core.code_text import IncrementalCode
-    from fxstudio.core.layout import compute_layout
+    from fxstudio.core.layout import FOLD_ABOVE, compute_layout
 
     graph, serial = doc.edited.graph, doc.serial + (1 if staged is not None else 0)
     touched = None
@@ -91,16 +92,18 @@ def prepare(doc, settings: CanvasSettings | None, *, diff: bool = False, opening
         layout = compute_layout(graph, collapsed=settings.collapsed, previous=settings.previous, changed=touched,
                                 fold_weights=settings.fold_weights, merged=dict(settings.merged))
         offer(graph, "layout", settings.key, serial, layout)
-    if opening:
+    large = len(graph.nodes) > FOLD_ABOVE   # its verdict, code and diff come later, from the views' workers (``aside.py``)
+    if opening and not large:
         offer(graph, "verdict", None, serial, doc.verdict())   # the Problems list's first row
     if opening:   # the opening view starts at this input
         from fxstudio.core.layout import feeding_input
 
         offer(graph, "feeding_input", None, serial, (feeding_input(graph),))
-    code = IncrementalCode()
-    code.full(graph)
-    offer(graph, "code", None, serial, code)
-    if diff:
+    if not large:
+        code = IncrementalCode()
+        code.full(graph)
+        offer(graph, "code", None, serial, code)
+    if diff and not large:
         from fxstudio.core.compare import GraphDiffer
 
         differ = GraphDiffer(doc.original)

@@ -43,6 +43,20 @@ def test_a_large_model_opens_folded_and_a_module_opens_in_a_worker(qtbot, make_w
     assert scene.group_cards["blocks"].group.members == 6 * BLOCKS
     assert layouts == [(False, frozenset({"blocks"}))], "the open's layout was not the worker's folded one"
     assert any("20,402 nodes, so its modules are folded" in m for m in messages), messages
+    # The Code dock's text comes from its own worker, after the graph is drawn (code_aside.py).
+    code = win.code
+    assert code.aside.busy and code.edited.toPlainText().startswith("# Generating the code of 20,402 nodes")
+    qtbot.waitUntil(lambda: not code.aside.busy, timeout=LOAD_TIMEOUT_MS)
+    assert code.edited.toPlainText() == doc.module().code.lstrip("\n")
+    # The Problems list's verdict too.
+    problems = win.problems
+    qtbot.waitUntil(lambda: not problems.aside.busy, timeout=LOAD_TIMEOUT_MS)
+    assert problems.checks_message and problems.lint_message == ""
+    assert problems.tree.topLevelItem(0).text(2) == "The edited graph passes graph.lint()."
+    # The change list's diff against the original too: nothing changed yet.
+    diff = win.run_pane.diff_view
+    qtbot.waitUntil(lambda: not diff.aside.busy and diff.diff is not None, timeout=LOAD_TIMEOUT_MS)
+    assert not (diff.diff.added or diff.diff.removed or diff.diff.changed)
 
     _click_toggle(canvas, "blocks")
     assert canvas.fold_toggles.busy and messages[-1] == "Laying out blocks…"
@@ -66,5 +80,7 @@ def test_a_large_model_opens_folded_and_a_module_opens_in_a_worker(qtbot, make_w
     doc.apply_edit({"op": "set_arg", "node": "mul_5", "key": 1, "value": "2.0"})
     qtbot.waitUntil(lambda: not canvas.fold_toggles.busy, timeout=LOAD_TIMEOUT_MS)
     assert "blocks.6" in canvas.collapsed and "not toggled" in messages[-1]
+    diff.flush()
+    assert {doc.node(i).name for i in diff.diff.changed} == {"mul_5"}   # the edit, in the change list
     doc.undo()
     assert doc.edit_script()["edits"] == []   # folding and opening are view changes, never edits
