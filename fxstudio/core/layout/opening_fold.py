@@ -42,8 +42,11 @@ def fold_inside(counts: Counter, inside: str = "", cards: int = CARDS) -> frozen
     deepest = max(map(len, parts.values()), default=top)
     if sum(counts[p] for p in parts) <= cards or deepest <= top:
         return frozenset()
+    at_depth = Counter(map(len, parts.values()))   # distinct paths per depth: a lower bound on groups
     for level in range(deepest, top, -1):
         loose = sum(counts[p] for p, split in parts.items() if len(split) < level)
+        if loose + at_depth[level] > cards and level > top + 1:
+            continue   # cannot fit: no need to name its groups
         groups = {".".join(split[:level]) for split in parts.values() if len(split) >= level}
         if loose + len(groups) <= cards or level == top + 1:
             return frozenset(groups)
