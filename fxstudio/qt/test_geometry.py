@@ -131,6 +131,7 @@ class GeometryReporter(QObject):
             "focus": self._describe(focus),
             "widgets": self._widgets(),
             "cards": self._cards(),
+            "folded": self._folded(),
             "view": self._view(),
             "windows": self._other_windows(),
             "run": self._run(),
@@ -184,6 +185,22 @@ class GeometryReporter(QObject):
                     out["tab:" + bar.tabText(i).replace("&", "")] = _global(bar, bar.tabRect(i))
         out["run:run"] = _rect(w.run_pane.run_button)
         return {k: v for k, v in out.items() if v is not None}
+
+    def _folded(self) -> dict:
+        """The collapsed modules' cards in view: path → the global centre of its toggle, and
+        whether that is on screen."""
+        canvas = self.window.canvas
+        scene = getattr(canvas, "canvas_scene", None)
+        if scene is None or self.window.document is None or scene.layout is None:
+            return {}
+        viewport = canvas.viewport()
+        visible = viewport.rect()
+        out = {}
+        for path in scene.index.folded_in(canvas.mapToScene(visible).boundingRect())[:CARD_LIMIT]:
+            at = canvas.mapFromScene(scene.group_cards[path].toggle_rect().center())
+            g = viewport.mapToGlobal(at)
+            out[path] = {"toggle": [g.x(), g.y()], "visible": visible.contains(at)}
+        return out
 
     def _cards(self) -> dict:
         canvas = self.window.canvas
