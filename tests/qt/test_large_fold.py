@@ -76,6 +76,16 @@ def test_a_large_model_opens_folded_and_a_module_opens_in_a_worker(qtbot, make_w
     _click_toggle(canvas, "blocks.5")
     qtbot.waitUntil(lambda: not canvas.fold_toggles.busy, timeout=LOAD_TIMEOUT_MS)
     assert canvas.collapsed == blocks - {"blocks.5"} and "blocks_5_fc1" in scene.cards
+    # An insert in the opened block: the folded graph is laid out again in a worker, and drawn.
+    before = len(layouts)
+    doc.apply_edit({"op": "insert", "after": "mul_5", "kind": "call_function", "target": "torch.relu",
+                    "args": "(%mul_5,)", "name": "probe"})
+    canvas.flush()
+    assert "probe" not in scene.cards and canvas.edit_layouts.aside.busy   # drawn when laid out
+    qtbot.waitUntil(lambda: "probe" in scene.cards, timeout=LOAD_TIMEOUT_MS)
+    assert layouts[before:] == [(False, frozenset(blocks - {"blocks.5"}))]
+    doc.undo()
+    qtbot.waitUntil(lambda: "probe" not in scene.cards and not canvas.edit_layouts.aside.busy, timeout=LOAD_TIMEOUT_MS)
     _click_toggle(canvas, "blocks.6")
     doc.apply_edit({"op": "set_arg", "node": "mul_5", "key": 1, "value": "2.0"})
     qtbot.waitUntil(lambda: not canvas.fold_toggles.busy, timeout=LOAD_TIMEOUT_MS)

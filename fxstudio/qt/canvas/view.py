@@ -21,7 +21,7 @@ from fxstudio.qt.canvas.card_rows import mark_selected_rows
 from fxstudio.qt.canvas.hint import CanvasHint, place_hint
 from fxstudio.qt.canvas import large_fold
 from fxstudio.qt.canvas.items import GroupCard
-from fxstudio.qt.canvas.large_fold import FoldToggles
+from fxstudio.qt.canvas.large_fold import EditLayouts, FoldToggles
 from fxstudio.qt.canvas.minimap import Minimap
 from fxstudio.qt.canvas.navigation import MIN_READABLE_ZOOM, ZOOM_STEP, CanvasNavigation  # noqa: F401 (re-exported)
 from fxstudio.qt.canvas.overlays import CanvasOverlays
@@ -79,6 +79,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
         self.collapsed: set[str] = set()
         self.repeats = RepeatFolding()   # View ▸ Fold Repeated Blocks (repeat_fold.py)
         self.fold_toggles = FoldToggles(self)   # module groups opened and folded (large_fold.py)
+        self.edit_layouts = EditLayouts(self)   # a large folded graph's relayout after an edit (large_fold.py)
         self.fold_weights = True   # weights used by one op are rows of its card (View ▸ Fold Weights into Cards)
         self._subscription = DocumentSubscription(self._on_event)
         self._pending: list = []      # document events not drawn yet
@@ -143,6 +144,7 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
             self.reset_search()   # another model: the last one's query means nothing here
         self.document = doc
         self.fold_toggles.cancel()
+        self.edit_layouts.cancel()
         self.collapsed = large_fold.opening_collapsed(self, doc) if doc is not None else set()
         self.repeats.reset()
         self.clear_overlays()   # a run's divergence and a diff belong to the document they came from
@@ -184,6 +186,9 @@ class GraphCanvas(CanvasNavigation, CanvasSearch, CanvasOverlays, QGraphicsView)
 
         gm = self.document.edited
         layout = views_ahead.take(gm.graph, "layout", views_ahead.canvas_settings(self).key, self.document.serial)
+        if layout is None and self.edit_layouts.wanted(previous):   # a large folded graph: in a worker
+            self.edit_layouts.start(previous, refresh, changed, nodes)
+            return
         if layout is None:   # not laid out ahead by the worker that made this graph
             layout = compute_layout(gm.graph, collapsed=frozenset(self.collapsed), previous=previous, changed=changed,
                                     fold_weights=self.fold_weights, merged=self.repeats.merged)
