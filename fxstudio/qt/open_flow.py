@@ -261,6 +261,7 @@ class OpenFlow(QObject):
         fold_weights = bool(self.window.canvas.fold_weights)
         shown: dict = {}   # a .pt2's structure, once on screen: its layout is the editable graph's too
         self._shown_structure = shown
+        from fxstudio.qt.run_pane import measure_tensors_ahead   # the window has it (its Run dock): no cost
 
         def work(ctx):
             # A cancelled load may still be importing user code; loads share sys.path and
@@ -274,6 +275,7 @@ class OpenFlow(QObject):
                 ctx.progress("Laying out the graph…")
                 canvas = views_ahead.CanvasSettings(fold_weights=fold_weights, previous=shown.get("layout"))
                 views_ahead.prepare(doc, canvas, diff=True, opening=True)  # the GUI thread then only draws
+                measure_tensors_ahead(doc)   # the Run pane's size check, read when it is shown
                 return doc, refusals
             finally:
                 release_gc()  # the hold ends with the load, also one whose window has gone

@@ -98,6 +98,37 @@ class TaskContext:
                 self._task.fraction.emit(max(0, min(100, int(round(fraction * 100)))))
 
 
+PROGRESS_EVERY_S = 0.05
+"""Progress of one kind reaches the GUI thread at most this often (``throttled_progress``)..."""
+PROGRESS_STEP = 0.1
+"""...unless the bar moved by this much (of its whole length) since the last update that did."""
+
+
+def throttled_progress(emit: Callable[[float, str], None], every_s: float = PROGRESS_EVERY_S,
+                       step: float = PROGRESS_STEP) -> Callable[[float, str], None]:
+    """``emit(fraction, text)`` called for a worker's progress: a text of the same kind as the last one
+    sent (the same text but its last word: ``comparing node add_7``) only ``every_s`` after it, or
+    when the fraction moved by ``step``. A new kind, the start (``fraction`` 0) and the end (1) always
+    pass, after the last held-back text of the kind before (the bar reaches the end of each phase).
+    A Run reports every hundredth node, a hundred updates in 25 ms on a 3,000-node model; each
+    repaints the progress bar at once (``QProgressBar.setValue``, 6 ms), and that flood kept the
+    event loop's timers from running for 0.2 s (issue #25)."""
+    last: dict = {"at": 0.0, "kind": None, "fraction": 0.0, "held": None}
+
+    def progress(fraction: float, text: str) -> None:
+        kind, now = text.rpartition(" ")[0], time.monotonic()
+        if (fraction <= 0 or fraction >= 1 or kind != last["kind"] or now - last["at"] >= every_s
+                or fraction - last["fraction"] >= step):
+            held = last["held"]
+            if held is not None and kind != last["kind"]:
+                emit(*held)
+            last.update(at=now, kind=kind, fraction=fraction, held=None)
+            emit(fraction, text)
+        else:
+            last["held"] = (fraction, text)
+    return progress
+
+
 _running: set["BackgroundTask"] = set()
 
 

@@ -4,7 +4,8 @@ The child process runs with ``-I`` (no ``PYTHONPATH``, no user site), a temporar
 only the export's folder and the model file's folder on ``sys.path``; fxstudio itself is made
 unimportable there, so the file must stand on its own. It loads the example inputs saved by the
 parent (``weights_only=True``), runs ``get_model()`` on them under the same seed and thread count,
-and saves the outputs for the parent to compare with the in-memory module's.
+and saves the outputs for the parent to compare with the in-memory module's. Started by the window's
+worker (not the CLI), it runs at a lower CPU priority (``compile_aside.lower_priority``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
+from fxstudio.core.compile_aside import lower_priority
 from fxstudio.core.threads import subprocess_env
 from fxstudio.core.errors import ExportError
 from fxstudio.core.fileio import pid_folder_prefix
@@ -328,6 +331,8 @@ def _run(argv: list[str], cwd: str, env: dict, timeout: float, cancel) -> tuple[
     """Run ``argv``; (exit status, stderr). Kills it on timeout or cancel."""
     with tempfile.TemporaryFile(mode="w+") as err:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        if threading.current_thread() is not threading.main_thread():   # the window's worker, not the CLI
+            lower_priority(proc.pid)
         deadline = time.monotonic() + timeout
         try:
             while True:
