@@ -306,14 +306,17 @@ def _metadata(node: torch.fx.Node, metadata: dict) -> None:
 def _module_stack(text: str) -> tuple | None:
     stack = {}
     for item in text.split(";"):  # "key,path,type", the type may hold commas inside brackets
-        parts = _split_top_level(item)
+        parts = _split_top_level(item)   # cached: not changed here
         if len(parts) != 3:
             return None
         stack[parts[0]] = (parts[1], parts[2])
     return tuple(stack.items())
 
 
+@functools.lru_cache(maxsize=16384)  # the items repeat across stacks (the root, a block's path)
 def _split_top_level(text: str) -> list[str]:
+    if "[" not in text and "(" not in text:
+        return text.split(",")
     out, start, depth = [], 0, 0
     for i, c in enumerate(text):
         if c in "[(":
