@@ -25,13 +25,14 @@ def test_a_pass_result_exported_from_a_worker_with_code_compiled_aside(name, tmp
     monkeypatch.setattr("fxstudio.core.fx_compat_compile.ASIDE_MIN_CHARS", 0)
     assert compile_off_lock()
     children: list = []
-    real_run = compile_aside.subprocess.run
+    real_popen = compile_aside.subprocess.Popen
 
-    def recording_run(args, **kwargs):
-        children.append(args[-1])   # the file name the child compiles for
-        return real_run(args, **kwargs)
+    def recording_popen(args, *rest, **kwargs):
+        if list(args[1:3]) == ["-I", "-S"]:   # the compile child (not the verification, not a probe)
+            children.append(args[-1])   # the file name the child compiles for
+        return real_popen(args, *rest, **kwargs)
 
-    monkeypatch.setattr(compile_aside.subprocess, "run", recording_run)
+    monkeypatch.setattr(compile_aside.subprocess, "Popen", recording_popen)
     gm, example = PASSES[name]()
     expected = plain_output(gm, example)
     box: dict = {}
