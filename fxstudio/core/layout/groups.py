@@ -39,20 +39,20 @@ def collapse_owner(paths: list[str], collapsed) -> list[str | None]:
     cache: dict[str, str | None] = {"": None}
 
     def owner(p: str) -> str | None:
-        # the parent's owner first: the outermost collapsed ancestor wins (each path looked up once)
-        parent = p.rpartition(".")[0]
-        found = cache[parent] if parent in cache else owner(parent)
-        if found is None and p in collapsed:
-            found = p
-        cache[p] = found
+        # Walk up to the nearest ancestor already known, then down: the outermost collapsed one
+        # wins. Iterative: an archive's module path may have thousands of parts.
+        chain = []
+        while p not in cache:
+            chain.append(p)
+            p = p.rpartition(".")[0]
+        found = cache[p]
+        for q in reversed(chain):
+            if found is None and q in collapsed:
+                found = q
+            cache[q] = found
         return found
 
-    get = cache.get
-    out = []
-    for p in paths:
-        o = get(p, "")
-        out.append(owner(p) if o == "" else o)
-    return out
+    return [owner(p) for p in paths]
 
 
 def class_names(stacks: list[list[tuple[str, str]]], paths: list[str]) -> dict[str, str]:
