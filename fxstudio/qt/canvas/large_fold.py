@@ -12,6 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import QPointF
 
 from fxstudio.qt import views_ahead
+from fxstudio.qt.aside import Aside, large_graph
 
 BUSY_HINT = "Still laying out {what}: one moment"
 
@@ -25,24 +26,18 @@ def opening_collapsed(canvas, doc) -> set[str]:
     return set(offered if offered is not None else choose(graph))
 
 
-def is_large(doc) -> bool:
-    """Whether toggles in ``doc``'s graph are laid out in a worker (and open with the budget)."""
-    from fxstudio.core.layout import FOLD_ABOVE
-
-    return len(doc.edited.graph.nodes) > FOLD_ABOVE
-
-
 class FoldToggles:
     """Collapse or expand a module group of the canvas's graph, keeping its corner on screen."""
 
     def __init__(self, canvas):
         self.canvas = canvas
-        self.task = None   # the worker laying out a large graph's toggle
+        self.aside = Aside(canvas, "layout")   # the worker laying out a large graph's toggle
+        self.shown = ""   # the module it lays out
 
     @property
     def busy(self) -> bool:
         """A large graph's toggle is being laid out."""
-        return self.task is not None
+        return self.aside.busy
 
     def toggle(self, path: str) -> None:
         """Collapse ``path``, or expand it (in a large graph, with its contents folded as the
@@ -54,12 +49,12 @@ class FoldToggles:
         doc = canvas.document
         if doc is None:
             return
-        if self.task is not None:
-            canvas.status_hint.emit(BUSY_HINT.format(what=self.task.name_shown))
+        if self.busy:
+            canvas.status_hint.emit(BUSY_HINT.format(what=self.shown))
             return
         anchor = self._anchor(path)
         opening = path in canvas.collapsed
-        if not is_large(doc):
+        if not large_graph(doc.edited.graph):
             canvas.collapsed = set(_toggled(doc.edited.graph, canvas.collapsed, path, opening))
             self._draw(path, anchor)
             return
@@ -81,13 +76,11 @@ class FoldToggles:
             canvas.centerOn(after + (centre - QPointF(anchor)) / canvas.zoom())
 
     def _start(self, doc, path: str, opening: bool, anchor) -> None:
-        from fxstudio.qt.workers import BackgroundTask
-
         canvas = self.canvas
-        graph, serial, before = doc.edited.graph, doc.serial, frozenset(canvas.collapsed)
+        graph, before = doc.edited.graph, frozenset(canvas.collapsed)
         settings = views_ahead.canvas_settings(canvas, keep_positions=False)
 
-        def work(ctx):
+        def work():
             from fxstudio.core.layout import compute_layout
 
             collapsed = _toggled(graph, before, path, opening)
@@ -95,38 +88,25 @@ class FoldToggles:
                                     merged=dict(settings.merged))
             return collapsed, layout
 
-        task = BackgroundTask(work, name="layout", parent=canvas)
-        task.name_shown = path
-        task.succeeded.connect(lambda result: self._done(task, doc, serial, before, path, anchor, result))
-        task.failed.connect(lambda exc, tb: self._failed(task, path, exc))
-        self.task = task
+        def deliver(result, current: bool) -> None:
+            if canvas.document is not doc:
+                return
+            if not current or frozenset(canvas.collapsed) != before:
+                canvas.status_hint.emit(f"{path} was not toggled: the graph changed while it was laid out")
+                return
+            collapsed, layout = result
+            canvas.collapsed = set(collapsed)
+            views_ahead.offer(graph, "layout", views_ahead.canvas_settings(canvas).key, doc.serial, layout)
+            self._draw(path, anchor)
+            canvas.status_hint.emit(f"Laid out {path}: {len(layout.nodes) + len(layout.groups):,} cards and frames")
+
+        self.shown = path
         canvas.status_hint.emit(f"Laying out {path}…")
-        task.start()
-
-    def _done(self, task, doc, serial, before, path, anchor, result) -> None:
-        if self.task is not task:
-            return
-        self.task = None
-        canvas = self.canvas
-        if canvas.document is not doc or doc.serial != serial or frozenset(canvas.collapsed) != before:
-            canvas.status_hint.emit(f"{path} was not toggled: the graph changed while it was laid out")
-            return
-        collapsed, layout = result
-        canvas.collapsed = set(collapsed)
-        views_ahead.offer(doc.edited.graph, "layout", views_ahead.canvas_settings(canvas).key, serial, layout)
-        self._draw(path, anchor)
-        canvas.status_hint.emit(f"Laid out {path}: {len(layout.nodes) + len(layout.groups):,} cards and frames")
-
-    def _failed(self, task, path: str, exc) -> None:
-        if self.task is task:
-            self.task = None
-            self.canvas.status_hint.emit(f"{path} could not be laid out: {exc}")
+        self.aside.start(doc, work, deliver)
 
     def cancel(self) -> None:
         """Drop a pending toggle (another document is shown)."""
-        if self.task is not None:
-            self.task.cancel()
-            self.task = None
+        self.aside.cancel()
 
 
 def _toggled(graph, collapsed, path: str, opening: bool) -> frozenset[str]:
@@ -154,8 +134,6 @@ class EditLayouts:
     laid out together (their cards all refreshed)."""
 
     def __init__(self, canvas):
-        from fxstudio.qt.aside import Aside
-
         self.canvas = canvas
         self.aside = Aside(canvas, "layout")
         self._waiting: tuple | None = None   # (refresh, changed, nodes) of the edits not drawn yet
@@ -163,7 +141,7 @@ class EditLayouts:
     def wanted(self, previous) -> bool:
         """Whether an edit's relayout (``previous`` the layout shown) goes to a worker."""
         canvas = self.canvas
-        return previous is not None and bool(canvas.collapsed) and is_large(canvas.document)
+        return previous is not None and bool(canvas.collapsed) and large_graph(canvas.document.edited.graph)
 
     def start(self, previous, refresh: set[str] | None, changed: list | None, nodes: dict | None) -> None:
         """Lay the edited graph out in a worker; then draw it as ``canvas._relayout`` would have."""
